@@ -1,0 +1,40 @@
+"""Block Gibbs sampling of the Gauss-Bernoulli RBM, one independent chain per row."""
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=True, parallel=True)
+def gauss_bernoulli_gibbs(X, B, b, c, U, E):
+    r"""Run ``U.shape[0]`` block-Gibbs sweeps on every chain (row of ``X``), in place.
+
+    One sweep: :math:`h_k = +1` with probability :math:`\sigma(2 a_k)`,
+    :math:`a = B^\top x / 2 + c` (else :math:`-1`), then :math:`x = b + B h / 2 + \epsilon`.
+
+    Parameters
+    ----------
+    X : float64 (n, dx)
+        Current visible states, overwritten.
+    B : float64 (dx, dh); b : (dx,); c : (dh,)
+    U : float64 (steps, n, dh)
+        Uniform(0, 1) draws for the hidden units.
+    E : float64 (steps, n, dx)
+        Standard normal draws for the visible units.
+    """
+    n, dx = X.shape
+    dh = B.shape[1]
+    steps = U.shape[0]
+    for i in prange(n):
+        h = np.empty(dh)
+        for t in range(steps):
+            for k in range(dh):
+                a = c[k]
+                for d in range(dx):
+                    a += 0.5 * X[i, d] * B[d, k]
+                h[k] = 1.0 if U[t, i, k] * (1.0 + np.exp(-2.0 * a)) < 1.0 else -1.0
+            for d in range(dx):
+                m = b[d]
+                for k in range(dh):
+                    m += 0.5 * B[d, k] * h[k]
+                X[i, d] = m + E[t, i, d]
+    return X

@@ -1,0 +1,12 @@
+"""Models p, given by their score grad log p (and a sampler where cheap).
+
+Any object with ``grad_logpdf(X)`` is a model, and so is any callable
+``X -> grad log p(X)``; see :class:`Distribution` for the optional members.
+"""
+
+from ._base import Distribution
+from .gaussian import Gaussian, gaussian_diffusion
+from .product import Laplace, StudentT
+from .rbm import GaussBernRBM
+
+__all__ = ["Distribution", "Gaussian", "gaussian_diffusion", "Laplace", "StudentT", "GaussBernRBM"]
