@@ -366,8 +366,8 @@ def sliced_stein_sums(X, S, directions, slices, bandwidths, *, kernel="rbf",
         upper = H if return_matrix else None
     else:
         rows = np.empty((n, m))
-        sliced_stein_rows(code, p0, p1, U, A, c, 0, False, False, False, empty, rows,
-                          empty, empty, empty)
+        sliced_stein_rows(code, p0, p1, U, A, c, 0, False, False, empty, rows, empty, empty,
+                          empty)
         rowsums = rows.sum(axis=1)
         pair_sums = rows.sum(axis=0)
         upper = None
@@ -387,8 +387,8 @@ def sliced_stein_row_blocks(X, S, directions, slices, bandwidths, *, kernel="rbf
     for a in range(0, n, rows):
         b = min(n, a + rows)
         H = np.empty((b - a, n))
-        sliced_stein_rows(code, p0, p1, U, A, c, a, False, False, True, H,
-                          np.empty((b - a, m)), empty, empty, empty)
+        sliced_stein_rows(code, p0, p1, U, A, c, a, False, True, H, np.empty((b - a, m)),
+                          empty, empty, empty)
         yield a, b, H
 
 
@@ -418,9 +418,9 @@ def sliced_value_and_grad(X, S, directions, slices, bandwidths, *, kernel="rbf",
     rows = np.empty((n, m))
     rho = np.empty((n, m))
     psi = np.empty((n, m))
-    beta = np.empty((n, m)) if grad_slices else np.empty((1, 1))
-    sliced_stein_rows(code, p0, p1, U, A, c, 0, True, grad_slices, False, np.empty((1, 1)),
-                      rows, rho, beta, psi)
+    beta = np.empty((n, m))
+    sliced_stein_rows(code, p0, p1, U, A, c, 0, True, False, np.empty((1, 1)), rows, rho, beta,
+                      psi)
     scale = 1.0 / (n * (n - 1.0))
     psisum = psi.sum(axis=0)
     values = rows.sum(axis=0) * scale
