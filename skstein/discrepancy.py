@@ -438,7 +438,7 @@ def sliced_value_and_grad(X, S, directions, slices, bandwidths, *, kernel="rbf",
     scale = 1.0 / (n * (n - 1.0))
     psisum = psi.sum(axis=0)
     values = rows.sum(axis=0) * scale
-    grad_G = (2.0 * (rho.T @ X) + psisum[:, None] * slices) * scale
+    grad_G = (2.0 * (rho.T @ X) + psisum[:, None] * slices) * scale  # beta is not needed
     grad_R = None
     if grad_slices:
         grad_R = (2.0 * (beta.T @ S) + psisum[:, None] * directions) * scale
