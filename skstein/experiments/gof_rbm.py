@@ -52,8 +52,11 @@ def make_test(method, model, n_bootstrap, train_size=0.2):
     if method == "maxSKSD-g":
         return MaxSKSDTest(model, variant="g", n_bootstrap=n_bootstrap, train_size=train_size)
     if method == "maxSKSD-rg":
-        return MaxSKSDTest(model, variant="rg", init="random", max_iter=50, learning_rate=0.05,
-                           n_bootstrap=n_bootstrap, train_size=train_size)
+        # one learned slice per visible unit, started at the axes (as the paper's RBM
+        # code does), small steps: 200 training points overfit quickly
+        return MaxSKSDTest(model, variant="rg", n_slices=model.dim, init="identity",
+                           max_iter=50, learning_rate=0.02, n_bootstrap=n_bootstrap,
+                           train_size=train_size)
     raise ValueError(f"unknown method {method!r}; choose from {METHODS}.")
 
 
