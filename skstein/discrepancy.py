@@ -299,7 +299,8 @@ def resolve_sliced_bandwidth(U, bandwidth, *, random_state=None, max_points=1000
                 f"floats, got {bandwidth!r}.")
         return median_bandwidth_1d(U, max_points=max_points, random_state=random_state)
     if isinstance(bandwidth, bool):
-        raise TypeError(f"bandwidth must be 'median', a positive float or an array, got {bandwidth!r}.")
+        raise TypeError(
+            f"bandwidth must be 'median', a positive float or an array, got {bandwidth!r}.")
     try:
         h = np.asarray(bandwidth, dtype=np.float64)
     except (TypeError, ValueError):

@@ -5,7 +5,6 @@ import pickle
 import numpy as np
 import pytest
 from sklearn.base import clone
-from sklearn.exceptions import NotFittedError  # noqa: F401
 from sklearn.model_selection import GridSearchCV
 
 from skstein import GOFTestResult, KSDTest, MaxSKSDTest, max_sksd
