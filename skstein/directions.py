@@ -134,7 +134,7 @@ def _tangent_stiefel(grad, R):
 
 
 def _ascend(X, S, G, R, variant, bandwidth, kernel, kernel_params, optimizer, lr, schedule,
-            max_iter, tol, patience, bandwidth_every, rng, Xv=None, Sv=None):
+            max_iter, tol, patience, bandwidth_every, rng, Xv=None, Sv=None, batch_size=None):
     """One restart. Returns ((objective, G, R, h), n_iter, history).
 
     Without a validation sample the best iterate by training objective is kept. With
@@ -157,7 +157,12 @@ def _ascend(X, S, G, R, variant, bandwidth, kernel, kernel_params, optimizer, lr
     for it in range(max_iter + 1):
         if median and it > 0 and it % bandwidth_every == 0:
             h = resolve_sliced_bandwidth(X @ G.T, "median", random_state=rng)
-        values, gG, gR = sliced_value_and_grad(X, S, G, R, h, grad_slices=learn_r, **kw)
+        if batch_size is not None and batch_size < X.shape[0]:
+            idx = rng.choice(X.shape[0], size=batch_size, replace=False)
+            Xb, Sb = X[idx], S[idx]
+        else:
+            Xb, Sb = X, S
+        values, gG, gR = sliced_value_and_grad(Xb, Sb, G, R, h, grad_slices=learn_r, **kw)
         if Xv is not None:
             sel = sliced_stein_sums(Xv, Sv, G, R, h, **kw).pair_statistics("u")
         else:
@@ -191,7 +196,8 @@ def _ascend(X, S, G, R, variant, bandwidth, kernel, kernel_params, optimizer, lr
 def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", kernel_params=None,
                       bandwidth="median", init="identity", optimizer="adam", learning_rate=0.01,
                       schedule="cosine", max_iter=20, tol=1e-3, patience=10, n_restarts=1,
-                      bandwidth_every=10, validation_fraction=0.25, random_state=None):
+                      bandwidth_every=10, validation_fraction=0.25, batch_size=None,
+                      random_state=None):
     """Learn maxSKSD directions (and slices) on the training sample ``X``.
 
     Parameters
@@ -238,6 +244,10 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
         The sliced KSD of 200 points can be driven far up along directions that
         fit the sample's noise; selecting on held-out points keeps what generalises.
         ``0``: ascend on all of ``X`` and keep the best training objective.
+    batch_size : int, default=None
+        Points per gradient step: ``None`` uses the whole training part (exact
+        full-batch gradients); an int draws a fresh random minibatch each step, for
+        large training samples (e.g. pseudo-samples collected during an MCMC burn-in).
     random_state : None, int or Generator
         Random initialisations and the median heuristic's subsample.
 
@@ -270,6 +280,8 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
     if (isinstance(validation_fraction, bool) or not isinstance(validation_fraction, numbers.Real)
             or not 0.0 <= validation_fraction < 1.0):
         raise ValueError(f"validation_fraction must be in [0, 1), got {validation_fraction!r}.")
+    if batch_size is not None:
+        batch_size = check_positive_int(batch_size, "batch_size", minimum=2)
     rng = as_generator(random_state)
     S = evaluate_score(model, X)
     Xv = Sv = None
@@ -316,7 +328,7 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
         for G0, R0 in starts:
             (obj, G, R, h), n_iter, history = _ascend(
                 X, S, G0, R0, variant, bandwidth, kernel, kernel_params, optimizer, lr,
-                schedule, max_iter, tol, patience, bandwidth_every, rng, Xv, Sv)
+                schedule, max_iter, tol, patience, bandwidth_every, rng, Xv, Sv, batch_size)
             total_iter += n_iter
             if best is None or obj > best[0]:
                 best = (obj, G, R, h, history)

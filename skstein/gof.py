@@ -299,6 +299,8 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
     n_restarts : int, default=1
     validation_fraction : float, default=0.25
         Part of the training sample used to select the iterate of each pair.
+    batch_size : int, default=None
+        Minibatch size of the ascent (``None``: exact full-batch gradients).
     train_size : float or int, default=0.2
         Part of the sample that :meth:`test` uses to learn directions when the test
         is not fitted (fraction in (0, 1) or a number of samples).
@@ -348,7 +350,7 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
     def __init__(self, model, *, variant="g", n_slices=None, kernel="rbf", bandwidth="median",
                  kernel_params=None, init="identity", optimizer="adam", learning_rate=0.01,
                  schedule="cosine", max_iter=20, tol=1e-3, patience=10, n_restarts=1,
-                 validation_fraction=0.25, train_size=0.2, statistic="u",
+                 validation_fraction=0.25, batch_size=None, train_size=0.2, statistic="u",
                  bootstrap="multinomial", n_bootstrap=1000, alpha=0.05, random_state=None,
                  max_memory=DEFAULT_MAX_MEMORY):
         self.model = model
@@ -366,6 +368,7 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
         self.patience = patience
         self.n_restarts = n_restarts
         self.validation_fraction = validation_fraction
+        self.batch_size = batch_size
         self.train_size = train_size
         self.statistic = statistic
         self.bootstrap = bootstrap
@@ -381,7 +384,8 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
             optimizer=self.optimizer, learning_rate=self.learning_rate,
             schedule=self.schedule, max_iter=self.max_iter, tol=self.tol,
             patience=self.patience, n_restarts=self.n_restarts,
-            validation_fraction=self.validation_fraction, random_state=rng)
+            validation_fraction=self.validation_fraction, batch_size=self.batch_size,
+            random_state=rng)
 
     def fit(self, X, y=None):
         """Learn the test directions (and slices) on the training sample ``X``.
