@@ -123,14 +123,21 @@ def test_identity_directions_sum_of_marginal_ksds():
     assert total == pytest.approx(marg, rel=1e-10)
 
 
-def test_thread_count_does_not_change_results():
+def test_thread_count_does_not_change_results(monkeypatch):
+    import skstein.discrepancy as disc
+
+    monkeypatch.setattr(disc, "SERIAL_PAIR_EVALUATIONS", 0)  # always the parallel path
     X, S, G, R, h = _problem(301, 6, 5, seed=4)
     out = []
     for threads in (1, 2):
         with numba_threads(threads):
             sums = sliced_stein_sums(X, S, G, R, h, return_matrix=True)
+            rows = sliced_stein_sums(X, S, G, R, h, max_memory=8)
             vals, gG, gR = sliced_value_and_grad(X, S, G, R, h, grad_slices=True)
-        out.append((sums.upper, sums.rowsums, vals, gG, gR))
+            blocks = np.concatenate([b[2] for b in sliced_stein_row_blocks(
+                X, S, G, R, h, max_memory=8 * 301 * 40)])
+            med = median_bandwidth_1d(X @ G.T)
+        out.append((sums.upper, sums.rowsums, rows.rowsums, vals, gG, gR, blocks, med))
     for a, b in zip(*out):
         assert np.array_equal(a, b)
 
