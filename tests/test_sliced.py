@@ -237,3 +237,18 @@ def test_fast_exp_accuracy_and_underflow():
     assert np.all(y[~normal] == 0.0)
     assert np.all(ref[~normal] < 2.5e-308)
     assert fast_exp_array(np.array([0.0]), np.empty(1))[0] == 1.0
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 11, 60])
+def test_median_bandwidth_1d_ties_and_odd_even(n):
+    rng = np.random.default_rng(n)
+    iu, ju = np.triu_indices(n, 1)
+    for trial in range(10):
+        U = rng.standard_normal((n, 2))
+        if trial % 2 == 0:
+            U = np.round(U, 1)  # many ties
+        dd = [np.abs(U[iu, k] - U[ju, k]) for k in range(2)]
+        if any(not np.any(d > 0) for d in dd):
+            continue
+        expect = [np.median(d) if np.median(d) > 0 else np.median(d[d > 0]) for d in dd]
+        np.testing.assert_array_equal(median_bandwidth_1d(U), expect)
