@@ -254,6 +254,17 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
     Returns
     -------
     DirectionSearchResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstein import search_directions
+    >>> from skstein.distributions import Gaussian, gaussian_diffusion
+    >>> X = gaussian_diffusion(5, 0.3).rvs(200, random_state=0)
+    >>> res = search_directions(X, Gaussian(np.zeros(5)), variant="rg", n_slices=2,
+    ...                         init="random", random_state=0)
+    >>> res.directions.shape, res.slices.shape
+    ((2, 5), (2, 5))
     """
     check_choice(variant, "variant", VARIANTS)
     check_choice(kernel, "kernel", KERNELS)

@@ -490,6 +490,15 @@ def max_sksd(X, model, *, directions=None, slices=None, kernel="rbf", bandwidth=
     Returns
     -------
     float, or (float, ndarray (m,), ndarray (m,)) with ``return_pairs``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstein import max_sksd
+    >>> from skstein.distributions import Gaussian
+    >>> X = np.random.default_rng(0).laplace(size=(400, 10)) / np.sqrt(2)
+    >>> bool(max_sksd(X, Gaussian(np.zeros(10))) > 0.1)  # axes as directions
+    True
     """
     check_choice(statistic, "statistic", ("u", "v"))
     check_choice(kernel, "kernel", KERNELS)
