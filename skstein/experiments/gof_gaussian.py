@@ -11,7 +11,10 @@ the data). The data come from (Gong et al. 2021, section 5.1 and Figure 3):
 Every method of a setting sees the same data sets (paired trials). KSD is computed
 on all ``n_samples`` points; maxSKSD-g and maxSKSD-rg learn their directions on
 ``train_size`` (20%) of them and test on the rest (Algorithm 1 of the paper:
-N = 1000 split 200/800).
+N = 1000 split 200/800). Both start the direction search at the coordinate axes,
+which is the optimum for these factorised alternatives (paper appendix E); from a
+random start (``init="random"``) maxSKSD-g needs about 100 ascent steps with
+``learning_rate=0.05`` to reach the same power.
 """
 
 import time
@@ -59,9 +62,11 @@ def make_test(method, model, n_bootstrap, train_size=0.2):
     if method == "maxSKSD-g":
         return MaxSKSDTest(model, variant="g", n_bootstrap=n_bootstrap, train_size=train_size)
     if method == "maxSKSD-rg":
-        return MaxSKSDTest(model, variant="rg", init="random", n_restarts=1,
-                           max_iter=50, learning_rate=0.05,
-                           n_bootstrap=n_bootstrap, train_size=train_size)
+        # one learned slice per dimension, slices and directions started at the axes
+        # (the authors' benchmark code also starts r at the identity)
+        return MaxSKSDTest(model, variant="rg", n_slices=model.dim, init="identity",
+                           max_iter=20, learning_rate=0.01, n_bootstrap=n_bootstrap,
+                           train_size=train_size)
     raise ValueError(f"unknown method {method!r}; choose from {METHODS}.")
 
 
