@@ -131,8 +131,12 @@ def plot(rows, path):
         if case == "null":
             axes[0, col].axhline(0.05, color="grey", lw=0.8, ls="--")
         axes[1, col].set_xlabel("dimension")
+        dims = sorted({r["dim"] for r in rows if r["case"] == case})
         for ax in axes[:, col]:
             ax.set_xscale("log")
+            ax.set_xticks(dims)
+            ax.set_xticklabels([str(d) for d in dims])
+            ax.xaxis.set_minor_formatter(plt.NullFormatter())
     axes[0, 0].set_ylabel("rejection rate")
     axes[1, 0].set_ylabel("mean discrepancy")
     axes[0, -1].legend(fontsize="small")
