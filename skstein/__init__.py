@@ -5,8 +5,9 @@ __version__ = "0.1.0.dev0"
 from . import distributions  # noqa: E402
 from ._result import GOFTestResult  # noqa: E402
 from ._validation import HeavyTailWarning  # noqa: E402
-from .discrepancy import ksd, ksd_power_criterion, stein_matrix  # noqa: E402
-from .gof import KSDTest  # noqa: E402
+from .discrepancy import ksd, ksd_power_criterion, max_sksd, stein_matrix  # noqa: E402
+from .gof import KSDTest, MaxSKSDTest  # noqa: E402
+from .directions import search_directions  # noqa: E402
 from .kernels import IMQ, RBF, median_bandwidth  # noqa: E402
 from . import experiments  # noqa: E402
 
@@ -16,6 +17,9 @@ __all__ = [
     "GOFTestResult",
     "HeavyTailWarning",
     "KSDTest",
+    "MaxSKSDTest",
+    "max_sksd",
+    "search_directions",
     "ksd",
     "ksd_power_criterion",
     "stein_matrix",

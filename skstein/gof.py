@@ -1,5 +1,6 @@
 """Goodness-of-fit tests as scikit-learn estimators."""
 
+import numbers
 import warnings
 
 import numpy as np
@@ -18,15 +19,18 @@ from ._validation import (
     evaluate_score,
     resolve_score,
 )
+from .directions import search_directions
 from .discrepancy import (
     DEFAULT_MAX_MEMORY,
     resolve_bandwidth,
+    sliced_stein_row_blocks,
+    sliced_stein_sums,
     stein_row_blocks,
     stein_sums,
 )
 from .kernels import KERNELS, make_kernel
 
-__all__ = ["KSDTest"]
+__all__ = ["KSDTest", "MaxSKSDTest"]
 
 
 class _SteinTestMixin:
@@ -244,3 +248,263 @@ def _is_fitted(est):
     except NotFittedError:
         return False
     return True
+
+
+class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
+    r"""maxSKSD goodness-of-fit test (Gong, Li & Hernández-Lobato 2021, Algorithm 1).
+
+    The statistic is the sliced kernel Stein discrepancy along learned directions:
+    for ``m`` pairs of a slice :math:`r_k` (which component of the score is tested)
+    and a test direction :math:`g_k` (along which a 1-D kernel compares samples),
+
+    .. math::
+
+        \mathrm{SKSD}^2 = \sum_k \frac{1}{N(N-1)} \sum_{i \ne j} h_k(x_i, x_j),
+
+    see :func:`skstein.max_sksd`. Because every kernel is one-dimensional, the test
+    keeps its power in high dimensions where the KSD with a ``D``-dimensional kernel
+    loses it. :meth:`fit` learns the directions (and, for ``variant="rg"``, the
+    slices) by gradient ascent on a training sample
+    (:func:`skstein.directions.search_directions`); :meth:`test` then runs the
+    bootstrap test on a *different* sample. When not fitted, :meth:`test` splits
+    its input: ``train_size`` of it learns the directions, the rest is tested.
+
+    Parameters
+    ----------
+    model : distribution or callable
+        The model p: an object with ``grad_logpdf(X)`` or a callable ``X -> grad log p(X)``.
+    variant : {"g", "rg"}, default="g"
+        ``"g"``: slices are the coordinate axes, one learned direction per axis
+        (maxSKSD-g). ``"rg"``: ``n_slices`` learned orthonormal slices with their
+        learned directions (maxSKSD-rg).
+    n_slices : int, default=None
+        Number of slices for ``"rg"`` (default ``min(n_features, 10)``); must be
+        None (or ``n_features``) for ``"g"``.
+    kernel : {"rbf", "imq"}, default="rbf"
+        1-D base kernel.
+    bandwidth : "median", float or array-like of shape (m,), default="median"
+        Per-pair bandwidths; ``"median"``: median heuristic of the training
+        projections, fixed in :meth:`fit`.
+    kernel_params : dict, default=None
+        ``{"beta": ...}`` for IMQ.
+    init : {"identity", "random"} or array-like, default="identity"
+        Start of the direction search (see :func:`~skstein.directions.search_directions`).
+    optimizer : {"adam", "gd"}, default="adam"
+    learning_rate : float, default=0.01
+    schedule : {"cosine", "constant"}, default="cosine"
+    max_iter : int, default=20
+        Ascent steps per restart (0 keeps the initial directions).
+    tol : float, default=1e-3
+    patience : int, default=10
+    n_restarts : int, default=1
+    validation_fraction : float, default=0.25
+        Part of the training sample used to select the iterate of each pair.
+    batch_size : int, default=None
+        Minibatch size of the ascent (``None``: exact full-batch gradients).
+    train_size : float or int, default=0.2
+        Part of the sample that :meth:`test` uses to learn directions when the test
+        is not fitted (fraction in (0, 1) or a number of samples).
+    statistic : {"u", "v"}, default="u"
+    bootstrap : {"multinomial", "rademacher"}, default="multinomial"
+    n_bootstrap : int, default=1000
+    alpha : float, default=0.05
+    random_state : None, int or numpy.random.Generator, default=None
+        Seeds the split, the direction search and the bootstrap.
+    max_memory : int, default=256 MiB
+        Memory budget for the ``N x N`` Stein matrix of the bootstrap; beyond it the
+        matrix is recomputed by row blocks (same results).
+
+    Attributes
+    ----------
+    directions_ : ndarray of shape (m, n_features)
+        Learned unit-norm test directions ``G``.
+    slices_ : ndarray of shape (m, n_features)
+        Slices ``R`` (the identity for ``variant="g"``).
+    bandwidth_ : ndarray of shape (m,)
+        Per-pair bandwidths.
+    n_iter_ : int
+        Ascent steps taken by the search.
+    n_features_in_ : int
+
+    See Also
+    --------
+    KSDTest : the test with a D-dimensional kernel.
+    skstein.max_sksd : the statistic as a function.
+
+    References
+    ----------
+    .. [1] W. Gong, Y. Li, J. M. Hernández-Lobato. "Sliced Kernelized Stein
+       Discrepancy", ICLR 2021.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstein import MaxSKSDTest
+    >>> from skstein.distributions import Gaussian
+    >>> X = np.random.default_rng(0).laplace(size=(500, 20)) / np.sqrt(2)
+    >>> result = MaxSKSDTest(Gaussian(np.zeros(20)), random_state=0).test(X)
+    >>> bool(result.reject)
+    True
+    """
+
+    def __init__(self, model, *, variant="g", n_slices=None, kernel="rbf", bandwidth="median",
+                 kernel_params=None, init="identity", optimizer="adam", learning_rate=0.01,
+                 schedule="cosine", max_iter=20, tol=1e-3, patience=10, n_restarts=1,
+                 validation_fraction=0.25, batch_size=None, train_size=0.2, statistic="u",
+                 bootstrap="multinomial", n_bootstrap=1000, alpha=0.05, random_state=None,
+                 max_memory=DEFAULT_MAX_MEMORY):
+        self.model = model
+        self.variant = variant
+        self.n_slices = n_slices
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.kernel_params = kernel_params
+        self.init = init
+        self.optimizer = optimizer
+        self.learning_rate = learning_rate
+        self.schedule = schedule
+        self.max_iter = max_iter
+        self.tol = tol
+        self.patience = patience
+        self.n_restarts = n_restarts
+        self.validation_fraction = validation_fraction
+        self.batch_size = batch_size
+        self.train_size = train_size
+        self.statistic = statistic
+        self.bootstrap = bootstrap
+        self.n_bootstrap = n_bootstrap
+        self.alpha = alpha
+        self.random_state = random_state
+        self.max_memory = max_memory
+
+    def _search(self, X, rng):
+        return search_directions(
+            X, self.model, variant=self.variant, n_slices=self.n_slices, kernel=self.kernel,
+            kernel_params=self.kernel_params, bandwidth=self.bandwidth, init=self.init,
+            optimizer=self.optimizer, learning_rate=self.learning_rate,
+            schedule=self.schedule, max_iter=self.max_iter, tol=self.tol,
+            patience=self.patience, n_restarts=self.n_restarts,
+            validation_fraction=self.validation_fraction, batch_size=self.batch_size,
+            random_state=rng)
+
+    def fit(self, X, y=None):
+        """Learn the test directions (and slices) on the training sample ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        self._check_common_params()
+        X = self._validate_X(X, reset=True)
+        res = self._search(X, as_generator(self.random_state))
+        self.directions_ = res.directions
+        self.slices_ = res.slices
+        self.bandwidth_ = res.bandwidth
+        self.n_iter_ = res.n_iter
+        return self
+
+    def _split(self, X, rng):
+        n = X.shape[0]
+        ts = self.train_size
+        if isinstance(ts, bool) or not isinstance(ts, (numbers.Real, numbers.Integral)):
+            raise TypeError(f"train_size must be a float in (0, 1) or an int, got {ts!r}.")
+        if isinstance(ts, numbers.Integral):
+            n_train = int(ts)
+        else:
+            if not 0.0 < ts < 1.0:
+                raise ValueError(f"train_size must be in (0, 1) as a fraction, got {ts!r}.")
+            n_train = int(round(ts * n))
+        if n < 4 or n_train < 2 or n - n_train < 2:
+            raise ValueError(
+                f"train_size={ts!r} must leave at least 2 samples to learn directions and 2 to "
+                f"test; X has {n} samples.")
+        perm = rng.permutation(n)
+        return X[np.sort(perm[:n_train])], X[np.sort(perm[n_train:])]
+
+    def _prepare(self, X, rng):
+        """Validated test sample, its scores and (G, R, h): fitted, or learned on a split."""
+        self._check_common_params()
+        if _is_fitted(self):
+            X = self._validate_X(X, reset=False)
+            G, R, h = self.directions_, self.slices_, self.bandwidth_
+        else:
+            X = check_samples(X, min_samples=4)
+            split_rng, search_rng = rng.spawn(2)
+            Xtr, X = self._split(X, split_rng)
+            res = self._search(Xtr, search_rng)
+            G, R, h = res.directions, res.slices, res.bandwidth
+        S = evaluate_score(self.model, X, "model")
+        return X, S, G, R, h
+
+    def _sums(self, X, S, G, R, h, return_matrix=False):
+        return sliced_stein_sums(X, S, G, R, h, kernel=self.kernel,
+                                 kernel_params=self.kernel_params,
+                                 return_matrix=return_matrix, max_memory=self.max_memory)
+
+    def test(self, X):
+        """Run the test on ``X`` (held-out data when fitted; else Algorithm 1 on a split).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        GOFTestResult
+            ``bandwidth`` holds the per-pair bandwidths; ``n_samples`` counts the
+            samples the statistic was computed on.
+        """
+        rng = as_generator(self.random_state)
+        prep_rng, boot_rng = rng.spawn(2)
+        X, S, G, R, h = self._prepare(X, prep_rng)
+        n = X.shape[0]
+        in_memory = 8 * n * n <= self.max_memory
+        sums = self._sums(X, S, G, R, h, return_matrix=in_memory)
+        stat = sums.statistic(self.statistic)
+        if in_memory:
+            H = sums.upper
+        else:
+            H = sliced_stein_row_blocks(X, S, G, R, h, kernel=self.kernel,
+                                        kernel_params=self.kernel_params,
+                                        max_memory=self.max_memory)
+        null = bootstrap_null(H, self.bootstrap, self.n_bootstrap, boot_rng,
+                              statistic=self.statistic, diag=sums.diag, n=n)
+        pvalue = bootstrap_pvalue(stat, null)
+        return GOFTestResult(
+            statistic=float(stat),
+            pvalue=float(pvalue),
+            threshold=bootstrap_threshold(null, self.alpha),
+            reject=bool(pvalue <= self.alpha),
+            alpha=float(self.alpha),
+            method=(f"maxSKSD-{self.variant} ({self.kernel}, {self.statistic}-statistic, "
+                    f"{self.bootstrap} bootstrap)"),
+            n_samples=n,
+            bootstrap=self.bootstrap,
+            n_bootstrap=int(self.n_bootstrap),
+            bandwidth=np.asarray(h, dtype=np.float64),
+            null_distribution=null,
+        )
+
+    def discrepancy(self, X):
+        """The sliced KSD of ``X`` along the fitted directions (the test statistic).
+
+        When not fitted, the directions are learned on a ``train_size`` split of
+        ``X`` and the value is computed on the rest, as in :meth:`test`.
+        """
+        X, S, G, R, h = self._prepare(X, as_generator(self.random_state).spawn(2)[0])
+        return float(self._sums(X, S, G, R, h).statistic(self.statistic))
+
+    def score(self, X, y=None):
+        r"""Test-power criterion on ``X``: :math:`\mathrm{SKSD}^2_U / \hat\sigma_{H_1}`.
+
+        Higher means more power; ``GridSearchCV`` over ``bandwidth``, ``kernel`` or
+        ``n_slices`` fits the directions on each training fold and scores them on
+        the held-out fold. See :meth:`skstein.discrepancy.SteinSums.power_criterion`.
+        """
+        X, S, G, R, h = self._prepare(X, as_generator(self.random_state).spawn(2)[0])
+        return float(self._sums(X, S, G, R, h).power_criterion())

@@ -27,10 +27,13 @@ Conventions (bandwidth :math:`h > 0`):
 """
 
 import numbers
+from contextlib import nullcontext
 
 import numpy as np
 from scipy.spatial.distance import pdist
 
+from ._numba import numba_threads
+from ._numba.sliced import median_abs_diff_columns
 from ._random import as_generator
 
 __all__ = [
@@ -257,7 +260,9 @@ def median_bandwidth_1d(U, *, max_points=1000, random_state=None):
     """Median heuristic per column: median of ``|u_i - u_j|``, ``i < j``, for each column of ``U``.
 
     Used by the sliced kernels, whose 1-D kernels act on the projections
-    ``u = X g_k`` (one bandwidth per direction).
+    ``u = X g_k`` (one bandwidth per direction). As in :func:`median_bandwidth`,
+    zero differences are ignored when the median would otherwise be zero. Runs in
+    a parallel compiled pass (one column per iteration), ``O(m n^2)`` time.
 
     Returns
     -------
@@ -266,11 +271,15 @@ def median_bandwidth_1d(U, *, max_points=1000, random_state=None):
     U = _subsample(np.asarray(U, dtype=np.float64), max_points, random_state)
     if U.ndim != 2 or U.shape[0] < 2:
         raise ValueError("the median heuristic needs a 2-D array with at least 2 rows.")
-    iu, ju = np.triu_indices(U.shape[0], k=1)
-    out = np.empty(U.shape[1])
-    for k in range(U.shape[1]):
-        u = U[:, k]
-        out[k] = _positive_median(np.abs(u[iu] - u[ju]))
+    n, m = U.shape
+    # one thread for small inputs: waking the pool costs more than the work
+    with numba_threads(1) if n * n * m < 2**21 else nullcontext():
+        out = median_abs_diff_columns(np.ascontiguousarray(U), np.empty(m))
+    if np.any(out <= 0):
+        raise ValueError(
+            "all samples coincide along a direction, so the median heuristic is undefined; "
+            "give an explicit bandwidth."
+        )
     return out
 
 

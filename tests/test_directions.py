@@ -1,0 +1,156 @@
+"""Direction search (skstein.directions)."""
+
+import numpy as np
+import pytest
+
+from skstein.directions import (
+    _orthonormal_rows,
+    _tangent_stiefel,
+    _tangent_unit_rows,
+    _unit_rows,
+    search_directions,
+)
+from skstein.discrepancy import sliced_stein_sums, sliced_value_and_grad
+from skstein.distributions import Gaussian, gaussian_diffusion
+
+
+def _problem(n=40, d=4, m=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * np.linspace(0.5, 1.5, d)
+    S = -X
+    V = rng.standard_normal((m, d))
+    W = rng.standard_normal((m, d))
+    h = rng.uniform(0.6, 1.5, size=m)
+    return X, S, V, W, h
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "imq"])
+def test_gradient_through_unit_norm_parameterisation(kernel):
+    # g = v / ||v||: d/dv of the objective is the tangent projection of the gradient / ||v||
+    X, S, V, W, h = _problem()
+    R = _unit_rows(W)
+
+    def f(Vm):
+        return sliced_stein_sums(X, S, _unit_rows(Vm), R, h, kernel=kernel).statistic()
+
+    G = _unit_rows(V)
+    _, gG, _ = sliced_value_and_grad(X, S, G, R, h, kernel=kernel)
+    analytic = _tangent_unit_rows(gG, G) / np.linalg.norm(V, axis=1, keepdims=True)
+    eps = 1e-6
+    fd = np.zeros_like(V)
+    for idx in np.ndindex(*V.shape):
+        P, Q = V.copy(), V.copy()
+        P[idx] += eps
+        Q[idx] -= eps
+        fd[idx] = (f(P) - f(Q)) / (2 * eps)
+    np.testing.assert_allclose(analytic, fd, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "imq"])
+def test_slice_gradient_through_unit_norm_parameterisation(kernel):
+    X, S, V, W, h = _problem(seed=1)
+    G = _unit_rows(V)
+
+    def f(Wm):
+        return sliced_stein_sums(X, S, G, _unit_rows(Wm), h, kernel=kernel).statistic()
+
+    R = _unit_rows(W)
+    _, _, gR = sliced_value_and_grad(X, S, G, R, h, kernel=kernel, grad_slices=True)
+    analytic = _tangent_unit_rows(gR, R) / np.linalg.norm(W, axis=1, keepdims=True)
+    eps = 1e-6
+    fd = np.zeros_like(W)
+    for idx in np.ndindex(*W.shape):
+        P, Q = W.copy(), W.copy()
+        P[idx] += eps
+        Q[idx] -= eps
+        fd[idx] = (f(P) - f(Q)) / (2 * eps)
+    np.testing.assert_allclose(analytic, fd, rtol=1e-6, atol=1e-9)
+
+
+def test_stiefel_tangent_and_retraction():
+    rng = np.random.default_rng(0)
+    R = _orthonormal_rows(rng.standard_normal((3, 6)))
+    np.testing.assert_allclose(R @ R.T, np.eye(3), atol=1e-12)
+    T = _tangent_stiefel(rng.standard_normal((3, 6)), R)
+    A = T @ R.T
+    np.testing.assert_allclose(A + A.T, 0, atol=1e-12)  # tangent: R T^T skew
+
+
+def test_ascent_increases_training_objective():
+    rng = np.random.default_rng(0)
+    d = 5
+    X = gaussian_diffusion(d, 0.3).rvs(200, random_state=rng)
+    model = Gaussian(np.zeros(d))
+    start = search_directions(X, model, init="random", max_iter=0, validation_fraction=0,
+                              bandwidth=1.0, random_state=1)
+    res = search_directions(X, model, init="random", max_iter=60, learning_rate=0.05,
+                            validation_fraction=0, bandwidth=1.0, random_state=1)
+    assert res.objective > start.objective
+    assert res.n_iter >= 1
+    np.testing.assert_allclose(np.linalg.norm(res.directions, axis=1), 1.0)
+    gd = search_directions(X, model, init="random", max_iter=60, optimizer="gd",
+                           learning_rate=1.0, schedule="constant", validation_fraction=0,
+                           bandwidth=1.0, random_state=1)
+    assert gd.objective > start.objective
+
+
+def test_rg_slices_stay_orthonormal():
+    rng = np.random.default_rng(1)
+    X = gaussian_diffusion(6, 0.3).rvs(120, random_state=rng)
+    res = search_directions(X, Gaussian(np.zeros(6)), variant="rg", n_slices=3, init="random",
+                            max_iter=20, learning_rate=0.05, n_restarts=2, random_state=0)
+    assert res.slices.shape == (3, 6) and res.directions.shape == (3, 6)
+    np.testing.assert_allclose(res.slices @ res.slices.T, np.eye(3), atol=1e-10)
+    np.testing.assert_allclose(np.linalg.norm(res.directions, axis=1), 1.0)
+    assert res.bandwidth.shape == (3,)
+
+
+def test_identity_init_zero_iterations_is_identity():
+    X = np.random.default_rng(2).standard_normal((50, 4))
+    res = search_directions(X, Gaussian(np.zeros(4)), max_iter=0)
+    np.testing.assert_array_equal(res.directions, np.eye(4))
+    np.testing.assert_array_equal(res.slices, np.eye(4))
+    assert res.n_iter == 0
+
+
+def test_same_seed_same_directions():
+    X = np.random.default_rng(3).standard_normal((80, 5))
+    kw = dict(variant="rg", n_slices=2, init="random", max_iter=10, random_state=7)
+    a = search_directions(X, Gaussian(np.zeros(5)), **kw)
+    b = search_directions(X, Gaussian(np.zeros(5)), **kw)
+    np.testing.assert_array_equal(a.directions, b.directions)
+    np.testing.assert_array_equal(a.slices, b.slices)
+
+
+def test_array_init():
+    X = np.random.default_rng(4).standard_normal((60, 3))
+    G0 = np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 2.0]])
+    res = search_directions(X, Gaussian(np.zeros(3)), init=G0, max_iter=0)
+    np.testing.assert_allclose(res.directions, _unit_rows(G0))
+    R0 = np.eye(3)[:2]
+    res = search_directions(X, Gaussian(np.zeros(3)), variant="rg", n_slices=2,
+                            init=(R0, R0), max_iter=0)
+    np.testing.assert_allclose(res.slices, R0)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(variant="x"), "variant"),
+    (dict(optimizer="sgd"), "optimizer"),
+    (dict(schedule="step"), "schedule"),
+    (dict(learning_rate=0.0), "learning_rate"),
+    (dict(max_iter=-1), "max_iter"),
+    (dict(patience=0), "patience"),
+    (dict(n_restarts=0), "n_restarts"),
+    (dict(init="pca"), "init"),
+    (dict(init=np.eye(2)), "init"),
+    (dict(tol=-1.0), "tol"),
+    (dict(validation_fraction=1.0), "validation_fraction"),
+    (dict(variant="g", n_slices=2), "n_slices"),
+    (dict(variant="rg", n_slices=9), "n_slices"),
+    (dict(kernel="laplace"), "kernel"),
+    (dict(bandwidth="scott"), "bandwidth"),
+])
+def test_validation_errors(kwargs, match):
+    X = np.random.default_rng(0).standard_normal((30, 3))
+    with pytest.raises((ValueError, TypeError), match=match):
+        search_directions(X, Gaussian(np.zeros(3)), **kwargs)

@@ -1,0 +1,144 @@
+"""MaxSKSDTest: the estimator, its calibration and power."""
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+
+from skstein import GOFTestResult, KSDTest, MaxSKSDTest, max_sksd
+from skstein.distributions import Gaussian, Laplace, gaussian_diffusion
+from skstein.experiments import rejection_rate
+
+
+def test_result_and_attributes():
+    rng = np.random.default_rng(0)
+    X = Laplace(5).rvs(300, random_state=rng)
+    test = MaxSKSDTest(Gaussian(np.zeros(5)), n_bootstrap=200, random_state=0)
+    res = test.test(X)
+    assert isinstance(res, GOFTestResult)
+    assert res.n_samples == 240  # 0.2 of the sample learns the directions
+    assert res.bandwidth.shape == (5,)
+    assert res.method.startswith("maxSKSD-g")
+    assert not hasattr(test, "directions_")  # test() does not fit the estimator
+    test.fit(X[:60])
+    for name in ("directions_", "slices_", "bandwidth_", "n_iter_", "n_features_in_"):
+        assert hasattr(test, name)
+    res2 = test.test(X[60:])
+    assert res2.n_samples == 240
+    assert res2.reject == (res2.pvalue <= res2.alpha)
+    assert test.discrepancy(X[60:]) == pytest.approx(res2.statistic)
+    expect = max_sksd(X[60:], test.model, directions=test.directions_, slices=test.slices_,
+                      bandwidth=test.bandwidth_)
+    assert res2.statistic == pytest.approx(expect, rel=1e-12)
+
+
+def test_same_seed_same_result():
+    X = Laplace(4).rvs(200, random_state=1)
+    a = MaxSKSDTest(Gaussian(np.zeros(4)), variant="rg", n_slices=2, init="random",
+                    n_bootstrap=100, random_state=3).test(X)
+    b = MaxSKSDTest(Gaussian(np.zeros(4)), variant="rg", n_slices=2, init="random",
+                    n_bootstrap=100, random_state=3).test(X)
+    assert a.statistic == b.statistic and a.pvalue == b.pvalue
+
+
+def test_blockwise_bootstrap_matches_in_memory():
+    X = Laplace(3).rvs(150, random_state=2)
+    test = MaxSKSDTest(Gaussian(np.zeros(3)), n_bootstrap=100, random_state=0).fit(X[:50])
+    a = test.test(X[50:])
+    b = clone(test).set_params(max_memory=8 * 100 * 20)
+    b.directions_, b.slices_, b.bandwidth_ = test.directions_, test.slices_, test.bandwidth_
+    b.n_iter_, b.n_features_in_ = test.n_iter_, test.n_features_in_
+    b = b.test(X[50:])
+    assert a.statistic == pytest.approx(b.statistic, rel=1e-12)
+    np.testing.assert_allclose(a.null_distribution, b.null_distribution, rtol=1e-9, atol=1e-15)
+
+
+def test_v_statistic_and_rademacher():
+    X = Laplace(3).rvs(200, random_state=3)
+    for stat in ("u", "v"):
+        for boot in ("multinomial", "rademacher"):
+            res = MaxSKSDTest(Gaussian(np.zeros(3)), statistic=stat, bootstrap=boot,
+                              n_bootstrap=100, random_state=0).test(X)
+            assert 0 < res.pvalue <= 1
+
+
+def test_clone_pickle():
+    test = MaxSKSDTest(Gaussian(np.zeros(3)), variant="rg", n_slices=2, random_state=0)
+    c = clone(test)
+    assert c.get_params()["n_slices"] == 2
+    X = Laplace(3).rvs(100, random_state=0)
+    test.fit(X)
+    t2 = pickle.loads(pickle.dumps(test))
+    np.testing.assert_array_equal(t2.directions_, test.directions_)
+    assert t2.score(X) == test.score(X)
+
+
+def test_grid_search():
+    X = Laplace(4).rvs(400, random_state=5)
+    grid = GridSearchCV(MaxSKSDTest(Gaussian(np.zeros(4)), max_iter=5, random_state=0),
+                        {"bandwidth": ["median", 0.3, 3.0], "kernel": ["rbf", "imq"]}, cv=2)
+    grid.fit(X)
+    assert grid.best_params_["bandwidth"] in ("median", 0.3, 3.0)
+    rg = GridSearchCV(MaxSKSDTest(Gaussian(np.zeros(4)), variant="rg", max_iter=5,
+                                  random_state=0), {"n_slices": [1, 2]}, cv=2)
+    rg.fit(X)
+    assert rg.best_params_["n_slices"] in (1, 2)
+
+
+@pytest.mark.parametrize("params,match", [
+    (dict(variant="h"), "variant"),
+    (dict(kernel="gauss"), "kernel"),
+    (dict(alpha=1.5), "alpha"),
+    (dict(n_bootstrap=0), "n_bootstrap"),
+    (dict(bootstrap="wild"), "bootstrap"),
+    (dict(train_size=1.5), "train_size"),
+    (dict(train_size=1), "train_size"),
+    (dict(train_size="half"), "train_size"),
+    (dict(learning_rate=-1.0), "learning_rate"),
+    (dict(n_slices=7, variant="rg"), "n_slices"),
+])
+def test_validation(params, match):
+    X = np.random.default_rng(0).standard_normal((40, 3))
+    with pytest.raises((ValueError, TypeError), match=match):
+        MaxSKSDTest(Gaussian(np.zeros(3)), **params).test(X)
+
+
+def test_validation_of_data():
+    test = MaxSKSDTest(Gaussian(np.zeros(3)))
+    with pytest.raises(ValueError, match="features"):
+        test.test(np.zeros((40, 2)))
+    with pytest.raises(ValueError):
+        test.test(np.full((40, 3), np.nan))
+    with pytest.raises(ValueError, match="minimum of 4"):
+        test.test(np.zeros((3, 3)) + np.arange(3))
+    fitted = MaxSKSDTest(Gaussian(np.zeros(3))).fit(np.random.default_rng(0).normal(size=(30, 3)))
+    with pytest.raises(ValueError, match="features"):
+        fitted.test(np.zeros((40, 4)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["g", "rg"])
+def test_calibration_under_null(variant):
+    d, n, trials, alpha = 3, 100, 300, 0.05
+    test = MaxSKSDTest(Gaussian(np.zeros(d)), variant=variant,
+                       n_slices=2 if variant == "rg" else None, n_bootstrap=199,
+                       max_iter=5)
+    rr = rejection_rate(test, Gaussian(np.zeros(d)), n, n_trials=trials, random_state=0,
+                        n_jobs=1)
+    assert abs(rr.rate - alpha) <= 3 * np.sqrt(alpha * (1 - alpha) / trials)
+
+
+@pytest.mark.slow
+def test_power_where_ksd_fails():
+    # diffusion in 50 dimensions: one coordinate has variance 0.3
+    d, n, trials = 50, 500, 10
+    model = Gaussian(np.zeros(d))
+    data = gaussian_diffusion(d, 0.3)
+    rr = rejection_rate(MaxSKSDTest(model, n_bootstrap=200), data, n, n_trials=trials,
+                        random_state=1, n_jobs=1)
+    assert rr.rate >= 0.9
+    ksd = rejection_rate(KSDTest(model, n_bootstrap=200), data, n, n_trials=trials,
+                         random_state=1, n_jobs=1)
+    assert ksd.rate <= 0.5
