@@ -47,6 +47,7 @@ def demo(*, quick=False, out_dir="skstein_results", random_state=0, stream=None)
     print(format_table(rows, list(rows[0])), file=stream)
     print("\n'null' is drawn from the model (H0 true); the other rows are alternatives.",
           file=stream)
+    rows += _demo_high_dim(quick, rng, stream)
     plt = pyplot()
     if plt is None:
         print("(matplotlib not installed: no plot; pip install 'skstein[plot]')", file=stream)
@@ -64,6 +65,36 @@ def demo(*, quick=False, out_dir="skstein_results", random_state=0, stream=None)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     print(f"\nplot written to {path}", file=stream)
+    return rows
+
+
+def _demo_high_dim(quick, rng, stream):
+    """KSD against maxSKSD-g in 50 dimensions: Laplace coordinates against a normal model."""
+    import numpy as np
+
+    from .distributions import Gaussian, Laplace
+    from .experiments._output import format_table
+    from .gof import KSDTest, MaxSKSDTest
+
+    dim, n = 50, (500 if quick else 1000)
+    model = Gaussian(np.zeros(dim))
+    print(f"\nIn {dim} dimensions: is a sample of independent unit-variance Laplace "
+          f"coordinates N(0, I_{dim})?  (n = {n})", file=stream)
+    X = Laplace(dim).rvs(n, random_state=rng)
+    tests = [("KSD-rbf", KSDTest(model, n_bootstrap=1000, random_state=rng)),
+             ("maxSKSD-g", MaxSKSDTest(model, n_bootstrap=1000, random_state=rng))]
+    rows = []
+    for name, test in tests:
+        t0 = time.perf_counter()
+        res = test.test(X)
+        rows.append({"data": f"laplace-{dim}d", "test": name, "statistic": res.statistic,
+                     "p-value": res.pvalue, "reject H0": "yes" if res.reject else "no",
+                     "seconds": time.perf_counter() - t0})
+    print(format_table(rows, list(rows[0])), file=stream)
+    print(f"The KSD's {dim}-dimensional kernel barely sees the heavier tails, whose effect is "
+          "spread thinly over all coordinates; maxSKSD compares sample and model along learned "
+          "1-D directions (fitted on 20% of the sample, tested on the rest) and finds them.",
+          file=stream)
     return rows
 
 

@@ -27,6 +27,7 @@ import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ._random import as_generator
 from ._validation import check_choice, check_positive_float, check_positive_int, check_samples
@@ -309,13 +310,16 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
         bandwidth = resolve_sliced_bandwidth(np.empty((0, m)), bandwidth)
 
     best, total_iter = None, 0
-    for G0, R0 in starts:
-        (obj, G, R, h), n_iter, history = _ascend(
-            X, S, G0, R0, variant, bandwidth, kernel, kernel_params, optimizer, lr, schedule,
-            max_iter, tol, patience, bandwidth_every, rng, Xv, Sv)
-        total_iter += n_iter
-        if best is None or obj > best[0]:
-            best = (obj, G, R, h, history)
+    # the matrix products of a step are small (m x n x d); one BLAS thread avoids the
+    # thread pools of BLAS and numba competing for the same cores
+    with threadpool_limits(limits=1, user_api="blas"):
+        for G0, R0 in starts:
+            (obj, G, R, h), n_iter, history = _ascend(
+                X, S, G0, R0, variant, bandwidth, kernel, kernel_params, optimizer, lr,
+                schedule, max_iter, tol, patience, bandwidth_every, rng, Xv, Sv)
+            total_iter += n_iter
+            if best is None or obj > best[0]:
+                best = (obj, G, R, h, history)
     obj, G, R, h, history = best
     if isinstance(bandwidth, str):
         Xall = X if Xv is None else np.concatenate([X, Xv])

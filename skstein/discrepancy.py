@@ -13,6 +13,7 @@ The KSD of a sample :math:`x_1, \dots, x_N` to a model :math:`p` with score
     \mathrm{KSD}^2_V = \frac{1}{N^2} \sum_{i, j} h_p(x_i, x_j).
 """
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,7 @@ from scipy.linalg import blas
 
 from sklearn.utils.validation import check_array
 
+from ._numba import numba_threads
 from ._numba.sliced import IMQ as _SLICED_IMQ
 from ._numba.sliced import RBF as _SLICED_RBF
 from ._numba.sliced import sliced_stein_rows, sliced_stein_upper
@@ -258,6 +260,15 @@ class SlicedSteinSums(SteinSums):
         return (self.pair_sums + self.pair_diag) / self.n**2
 
 
+#: Below this many pair-evaluations a sliced pass runs on one thread: waking the
+#: thread pool costs more than the work (results are identical either way).
+SERIAL_PAIR_EVALUATIONS = 2**20
+
+
+def _threads_for(n_rows, n_cols, m):
+    return numba_threads(1) if n_rows * n_cols * m < SERIAL_PAIR_EVALUATIONS else nullcontext()
+
+
 def check_directions(G, name, dim, m=None):
     """Validate a ``(m, dim)`` array of directions; return it with unit-norm rows."""
     G = check_array(G, dtype=np.float64, ensure_2d=True, ensure_all_finite=True,
@@ -360,14 +371,16 @@ def sliced_stein_sums(X, S, directions, slices, bandwidths, *, kernel="rbf",
     if return_matrix or 8 * n * n <= max_memory:
         H = np.empty((n, n))
         upper_rows = np.empty((n, m))
-        sliced_stein_upper(code, p0, p1, U, A, c, True, H, upper_rows)
+        with _threads_for(n, n // 2, m):
+            sliced_stein_upper(code, p0, p1, U, A, c, True, H, upper_rows)
         rowsums = upper_rows.sum(axis=1) + H.sum(axis=0)
         pair_sums = 2.0 * upper_rows.sum(axis=0)
         upper = H if return_matrix else None
     else:
         rows = np.empty((n, m))
-        sliced_stein_rows(code, p0, p1, U, A, c, 0, False, False, False, empty, rows,
-                          empty, empty, empty)
+        with _threads_for(n, n, m):
+            sliced_stein_rows(code, p0, p1, U, A, c, 0, False, False, empty, rows, empty,
+                              empty, empty)
         rowsums = rows.sum(axis=1)
         pair_sums = rows.sum(axis=0)
         upper = None
@@ -387,8 +400,8 @@ def sliced_stein_row_blocks(X, S, directions, slices, bandwidths, *, kernel="rbf
     for a in range(0, n, rows):
         b = min(n, a + rows)
         H = np.empty((b - a, n))
-        sliced_stein_rows(code, p0, p1, U, A, c, a, False, False, True, H,
-                          np.empty((b - a, m)), empty, empty, empty)
+        sliced_stein_rows(code, p0, p1, U, A, c, a, False, True, H, np.empty((b - a, m)),
+                          empty, empty, empty)
         yield a, b, H
 
 
@@ -418,13 +431,14 @@ def sliced_value_and_grad(X, S, directions, slices, bandwidths, *, kernel="rbf",
     rows = np.empty((n, m))
     rho = np.empty((n, m))
     psi = np.empty((n, m))
-    beta = np.empty((n, m)) if grad_slices else np.empty((1, 1))
-    sliced_stein_rows(code, p0, p1, U, A, c, 0, True, grad_slices, False, np.empty((1, 1)),
-                      rows, rho, beta, psi)
+    beta = np.empty((n, m))
+    with _threads_for(n, n, m):
+        sliced_stein_rows(code, p0, p1, U, A, c, 0, True, False, np.empty((1, 1)), rows, rho,
+                          beta, psi)
     scale = 1.0 / (n * (n - 1.0))
     psisum = psi.sum(axis=0)
     values = rows.sum(axis=0) * scale
-    grad_G = (2.0 * (rho.T @ X) + psisum[:, None] * slices) * scale
+    grad_G = (2.0 * (rho.T @ X) + psisum[:, None] * slices) * scale  # beta is not needed
     grad_R = None
     if grad_slices:
         grad_R = (2.0 * (beta.T @ S) + psisum[:, None] * directions) * scale

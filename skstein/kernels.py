@@ -27,10 +27,12 @@ Conventions (bandwidth :math:`h > 0`):
 """
 
 import numbers
+from contextlib import nullcontext
 
 import numpy as np
 from scipy.spatial.distance import pdist
 
+from ._numba import numba_threads
 from ._numba.sliced import median_abs_diff_columns
 from ._random import as_generator
 
@@ -269,7 +271,10 @@ def median_bandwidth_1d(U, *, max_points=1000, random_state=None):
     U = _subsample(np.asarray(U, dtype=np.float64), max_points, random_state)
     if U.ndim != 2 or U.shape[0] < 2:
         raise ValueError("the median heuristic needs a 2-D array with at least 2 rows.")
-    out = median_abs_diff_columns(np.ascontiguousarray(U), np.empty(U.shape[1]))
+    n, m = U.shape
+    # one thread for small inputs: waking the pool costs more than the work
+    with numba_threads(1) if n * n * m < 2**21 else nullcontext():
+        out = median_abs_diff_columns(np.ascontiguousarray(U), np.empty(m))
     if np.any(out <= 0):
         raise ValueError(
             "all samples coincide along a direction, so the median heuristic is undefined; "

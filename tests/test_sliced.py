@@ -214,3 +214,19 @@ def test_max_sksd_return_pairs():
     stat, pairs, h = max_sksd(X, Gaussian(np.zeros(3)), return_pairs=True)
     assert pairs.shape == (3,) and h.shape == (3,)
     assert stat == pytest.approx(pairs.sum())
+
+
+def test_fast_exp_accuracy_and_underflow():
+    from skstein._numba.sliced import fast_exp_array
+
+    x = np.concatenate([np.linspace(-760.0, 709.0, 400001), -np.logspace(-20, 2.85, 20000),
+                        np.logspace(-20, 2.85, 20000), [0.0, -708.3, -708.2999]])
+    y = fast_exp_array(x, np.empty_like(x))
+    ref = np.exp(x)
+    normal = x >= -708.3
+    rel = np.abs(y[normal] - ref[normal]) / ref[normal]
+    assert rel.max() < 1e-15
+    # below the normal range: exactly zero (the true value is below 2.5e-308)
+    assert np.all(y[~normal] == 0.0)
+    assert np.all(ref[~normal] < 2.5e-308)
+    assert fast_exp_array(np.array([0.0]), np.empty(1))[0] == 1.0

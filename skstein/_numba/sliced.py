@@ -30,51 +30,188 @@ formed; the only ``N x N`` output is the optional summed Stein matrix.
 """
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
 
 RBF = 0
 IMQ = 1
 
 
-@njit(cache=True, inline="always")
-def _profile3(code, t, p0, p1):
-    """K, K', K'', K''' in the squared distance (RBF p0 = 1/(2h^2); IMQ p0 = 1/h^2, p1 = beta)."""
-    if code == RBF:
-        k = np.exp(-t * p0)
-        k1 = -p0 * k
-        k2 = -p0 * k1
-        return k, k1, k2, -p0 * k2
-    base = 1.0 + t * p0
-    if p1 == -0.5:
-        k = 1.0 / np.sqrt(base)
-    else:
-        k = base**p1
-    ib = 1.0 / base
-    k1 = p1 * p0 * k * ib
-    k2 = (p1 - 1.0) * p0 * k1 * ib
-    k3 = (p1 - 2.0) * p0 * k2 * ib
-    return k, k1, k2, k3
+# --- a vectorisable exp -----------------------------------------------------------
+# np.exp in a compiled loop is a scalar libm call (no SVML here), which blocks SIMD
+# vectorisation of the k-loops. _exp is plain arithmetic: Cody-Waite range reduction
+# x = n ln2 + r, |r| <= ln2/2, a degree-12 Taylor polynomial for e^r (truncation
+# error below 2e-16 relative) and 2^n built in the exponent bits. Inputs below
+# _EXP_MIN (where e^x < 2.3e-308, the smallest normal number) give exactly 0.
+
+
+@intrinsic
+def _f64_as_i64(typingctx, x):
+    sig = types.int64(types.float64)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return sig, codegen
+
+
+@intrinsic
+def _i64_as_f64(typingctx, x):
+    sig = types.float64(types.int64)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return sig, codegen
+
+
+_LOG2E = 1.4426950408889634
+_SHIFT = 6755399441055744.0  # 1.5 * 2**52: adding it rounds to an integer
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_EXP_MIN = -708.3
+_EXP_MAX = 709.0
 
 
 @njit(cache=True, inline="always")
-def _profile2(code, t, p0, p1):
+def fast_exp(x):
+    """exp(x) by range reduction and a polynomial; exactly 0 below -708.3, vectorisable."""
+    xc = min(max(x, _EXP_MIN), _EXP_MAX)
+    kf = xc * _LOG2E + _SHIFT
+    nf = kf - _SHIFT
+    r = (xc - nf * _LN2_HI) - nf * _LN2_LO
+    p = 2.08767569878681e-09 * r + 2.505210838544172e-08
+    p = p * r + 2.755731922398589e-07
+    p = p * r + 2.7557319223985893e-06
+    p = p * r + 2.48015873015873e-05
+    p = p * r + 0.0001984126984126984
+    p = p * r + 0.001388888888888889
+    p = p * r + 0.008333333333333333
+    p = p * r + 0.041666666666666664
+    p = p * r + 0.16666666666666666
+    p = p * r + 0.5
+    p = p * r + 1.0
+    p = p * r + 1.0
+    n = _f64_as_i64(kf) - _f64_as_i64(_SHIFT)
+    scale = _i64_as_f64((n + 1023) << 52)
+    out = p * scale
+    return out if x >= _EXP_MIN else 0.0
+
+
+@njit(cache=True)
+def fast_exp_array(x, out):
+    """Elementwise :func:`fast_exp` (for tests and benchmarks)."""
+    for i in range(x.size):
+        out[i] = fast_exp(x[i])
+    return out
+
+
+@njit(cache=True, inline="always")
+def _imq_k(base, p1, half):
+    if half:
+        return 1.0 / np.sqrt(base)
+    return base**p1
+
+
+@njit(cache=True, inline="always")
+def _pair_h(code, half, p1, ui, ai, uj, aj, c, p0, acc, tmp):
+    """acc[k] += h_k(i, j) and tmp[k] = h_k(i, j) for all k (vectorisable loops)."""
+    m = ui.shape[0]
     if code == RBF:
-        k = np.exp(-t * p0)
-        k1 = -p0 * k
-        return k, k1, -p0 * k1
-    base = 1.0 + t * p0
-    if p1 == -0.5:
-        k = 1.0 / np.sqrt(base)
+        for k in range(m):
+            d = ui[k] - uj[k]
+            t = d * d
+            q = p0[k]
+            kk = fast_exp(-t * q)
+            k1 = -q * kk
+            k2 = -q * k1
+            ck = c[k]
+            h = kk * ai[k] * aj[k] - 2.0 * ck * d * k1 * (ai[k] - aj[k]) \
+                - ck * ck * (2.0 * k1 + 4.0 * t * k2)
+            acc[k] += h
+            tmp[k] = h
     else:
-        k = base**p1
-    ib = 1.0 / base
-    k1 = p1 * p0 * k * ib
-    return k, k1, (p1 - 1.0) * p0 * k1 * ib
+        for k in range(m):
+            d = ui[k] - uj[k]
+            t = d * d
+            q = p0[k]
+            base = 1.0 + t * q
+            kk = _imq_k(base, p1, half)
+            ib = 1.0 / base
+            k1 = p1 * q * kk * ib
+            k2 = (p1 - 1.0) * q * k1 * ib
+            ck = c[k]
+            h = kk * ai[k] * aj[k] - 2.0 * ck * d * k1 * (ai[k] - aj[k]) \
+                - ck * ck * (2.0 * k1 + 4.0 * t * k2)
+            acc[k] += h
+            tmp[k] = h
+
+
+@njit(cache=True, inline="always")
+def _grad_terms(t, d, kk, k1, k2, k3, ck, a_i, a_j, k, acc, arho, apsi, abeta):
+    dif = a_i - a_j
+    e = 2.0 * k1 + 4.0 * t * k2
+    cdk1 = ck * d * k1
+    acc[k] += kk * a_i * a_j - 2.0 * cdk1 * dif - ck * ck * e
+    arho[k] += (2.0 * d * k1 * a_i * a_j - 2.0 * ck * dif * (k1 + 2.0 * t * k2)
+                - ck * ck * d * (12.0 * k2 + 8.0 * t * k3))
+    apsi[k] += -2.0 * d * k1 * dif - 2.0 * ck * e
+    abeta[k] += kk * a_j - 2.0 * cdk1
+
+
+@njit(cache=True, inline="always")
+def _pair_grad(code, half, p1, ui, ai, uj, aj, c, p0, acc, arho, apsi, abeta):
+    """Accumulate h, phi, psi and dh/da_i of pair (i, j) for all k (vectorisable loops)."""
+    m = ui.shape[0]
+    if code == RBF:
+        for k in range(m):
+            d = ui[k] - uj[k]
+            t = d * d
+            q = p0[k]
+            kk = fast_exp(-t * q)
+            k1 = -q * kk
+            k2 = -q * k1
+            k3 = -q * k2
+            _grad_terms(t, d, kk, k1, k2, k3, c[k], ai[k], aj[k], k, acc, arho, apsi, abeta)
+    else:
+        for k in range(m):
+            d = ui[k] - uj[k]
+            t = d * d
+            q = p0[k]
+            base = 1.0 + t * q
+            kk = _imq_k(base, p1, half)
+            ib = 1.0 / base
+            k1 = p1 * q * kk * ib
+            k2 = (p1 - 1.0) * q * k1 * ib
+            k3 = (p1 - 2.0) * q * k2 * ib
+            _grad_terms(t, d, kk, k1, k2, k3, c[k], ai[k], aj[k], k, acc, arho, apsi, abeta)
+
+
+@njit(cache=True, inline="always")
+def _sum4(x):
+    """Sum with four interleaved partial sums (fixed order, so deterministic)."""
+    m = x.shape[0]
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    k = 0
+    while k + 4 <= m:
+        s0 += x[k]
+        s1 += x[k + 1]
+        s2 += x[k + 2]
+        s3 += x[k + 3]
+        k += 4
+    while k < m:
+        s0 += x[k]
+        k += 1
+    return (s0 + s1) + (s2 + s3)
 
 
 @njit(cache=True, parallel=True)
-def sliced_stein_rows(code, p0, p1, U, A, c, row0, want_grad, want_grad_r, want_H, H,
-                      rowsum, rho, beta, psisum):
+def sliced_stein_rows(code, p0, p1, U, A, c, row0, want_grad, want_H, H, rowsum, rho, beta,
+                      psisum):
     r"""Full rows ``row0 .. row0 + B`` of the sliced Stein kernels, with gradient sums.
 
     For each row ``i`` and pair ``k`` (sums over all ``j != i``):
@@ -103,56 +240,45 @@ def sliced_stein_rows(code, p0, p1, U, A, c, row0, want_grad, want_grad_r, want_
         ``r_k . g_k``.
     row0 : int
         First row of the block; the block has ``rowsum.shape[0]`` rows.
-    want_grad, want_grad_r, want_H : bool
-        Fill ``rho`` and ``psisum``; ``beta``; ``H``.
+    want_grad : bool
+        Fill ``rho``, ``psisum`` and ``beta`` (all three must then be ``(B, m)``).
+    want_H : bool
+        Fill ``H``.
     H : float64 (B, N)
         Output block (any shape when not ``want_H``).
     rowsum, rho, beta, psisum : float64 (B, m)
-        Outputs (``rho``/``psisum`` and ``beta`` may be any shape when not wanted).
+        Outputs (``rho``, ``beta``, ``psisum`` may be any shape when not ``want_grad``).
     """
     n, m = U.shape
     nb = rowsum.shape[0]
+    half = p1 == -0.5
     for bi in prange(nb):
         i = row0 + bi
-        for k in range(m):
-            rowsum[bi, k] = 0.0
-            if want_grad:
-                rho[bi, k] = 0.0
-                psisum[bi, k] = 0.0
-            if want_grad_r:
-                beta[bi, k] = 0.0
-        for j in range(n):
-            if j == i:
+        acc = rowsum[bi]
+        acc[:] = 0.0
+        ui = U[i]
+        ai = A[i]
+        if want_grad:
+            arho = rho[bi]
+            apsi = psisum[bi]
+            abeta = beta[bi]
+            arho[:] = 0.0
+            apsi[:] = 0.0
+            abeta[:] = 0.0
+            for j in range(n):
+                if j != i:
+                    _pair_grad(code, half, p1, ui, ai, U[j], A[j], c, p0, acc, arho, apsi,
+                               abeta)
+        else:
+            tmp = np.empty(m)
+            for j in range(n):
+                if j == i:
+                    if want_H:
+                        H[bi, j] = 0.0
+                    continue
+                _pair_h(code, half, p1, ui, ai, U[j], A[j], c, p0, acc, tmp)
                 if want_H:
-                    H[bi, j] = 0.0
-                continue
-            hsum = 0.0
-            for k in range(m):
-                d = U[i, k] - U[j, k]
-                t = d * d
-                ai = A[i, k]
-                aj = A[j, k]
-                ck = c[k]
-                dif = ai - aj
-                if want_grad:
-                    kk, k1, k2, k3 = _profile3(code, t, p0[k], p1)
-                else:
-                    kk, k1, k2 = _profile2(code, t, p0[k], p1)
-                    k3 = 0.0
-                e = 2.0 * k1 + 4.0 * t * k2
-                cdk1 = ck * d * k1
-                h = kk * ai * aj - 2.0 * cdk1 * dif - ck * ck * e
-                rowsum[bi, k] += h
-                hsum += h
-                if want_grad:
-                    phi = (2.0 * d * k1 * ai * aj - 2.0 * ck * dif * (k1 + 2.0 * t * k2)
-                           - ck * ck * d * (12.0 * k2 + 8.0 * t * k3))
-                    rho[bi, k] += phi
-                    psisum[bi, k] += -2.0 * d * k1 * dif - 2.0 * ck * e
-                if want_grad_r:
-                    beta[bi, k] += kk * aj - 2.0 * cdk1
-            if want_H:
-                H[bi, j] = hsum
+                    H[bi, j] = _sum4(tmp)
     return rowsum
 
 
@@ -172,31 +298,25 @@ def sliced_stein_upper(code, p0, p1, U, A, c, want_H, H, rowsum):
     rowsum : float64 (N, m)
     """
     n, m = U.shape
-    half = (n + 1) // 2
-    for q in prange(half):
+    half_rows = (n + 1) // 2
+    half = p1 == -0.5
+    for q in prange(half_rows):
+        tmp = np.empty(m)
         for side in range(2):
             i = q + side * (n - 1 - 2 * q)
             if side == 1 and i == q:
                 break
-            for k in range(m):
-                rowsum[i, k] = 0.0
+            acc = rowsum[i]
+            acc[:] = 0.0
             if want_H:
                 for j in range(i + 1):
                     H[i, j] = 0.0
+            ui = U[i]
+            ai = A[i]
             for j in range(i + 1, n):
-                hsum = 0.0
-                for k in range(m):
-                    d = U[i, k] - U[j, k]
-                    t = d * d
-                    ai = A[i, k]
-                    aj = A[j, k]
-                    ck = c[k]
-                    kk, k1, k2 = _profile2(code, t, p0[k], p1)
-                    h = kk * ai * aj - 2.0 * ck * d * k1 * (ai - aj) - ck * ck * (2.0 * k1 + 4.0 * t * k2)
-                    rowsum[i, k] += h
-                    hsum += h
+                _pair_h(code, half, p1, ui, ai, U[j], A[j], c, p0, acc, tmp)
                 if want_H:
-                    H[i, j] = hsum
+                    H[i, j] = _sum4(tmp)
     return rowsum
 
 
