@@ -20,6 +20,8 @@ only the upper triangle is used (a triangular product, half the flops).
 import numpy as np
 from scipy.linalg import blas
 
+from ._numba.bootstrap import centred_counts
+
 __all__ = ["bootstrap_weights", "bootstrap_null", "bootstrap_pvalue", "bootstrap_threshold",
            "BOOTSTRAPS"]
 
@@ -31,13 +33,8 @@ def bootstrap_weights(method, n, n_draws, rng, statistic="u"):
     if method == "multinomial":
         # Mult(n; 1/n, ..., 1/n) counts as histograms of n uniform indices per draw
         # (the same distribution as Generator.multinomial, several times faster)
-        idx = rng.integers(0, n, size=(n_draws, n))
-        idx += (np.arange(n_draws) * n)[:, None]
-        W = np.bincount(idx.ravel(), minlength=n_draws * n).reshape(n_draws, n)
-        W = W.astype(np.float64)
-        W -= 1.0
-        W /= n
-        return W
+        idx = rng.integers(0, n, size=(n_draws, n), dtype=np.int32)
+        return centred_counts(idx, np.empty((n_draws, n)))
     if method == "rademacher":
         E = rng.integers(0, 2, size=(n_draws, n)).astype(np.float64)
         E *= 2.0

@@ -33,7 +33,7 @@ __all__ = ["ksd", "stein_matrix", "ksd_power_criterion", "resolve_bandwidth", "D
            "max_sksd", "sliced_stein_sums", "sliced_value_and_grad", "resolve_sliced_bandwidth"]
 
 #: Default memory budget (bytes) for the temporaries of one Stein-kernel pass.
-DEFAULT_MAX_MEMORY = 256 * 2**20
+DEFAULT_MAX_MEMORY = 64 * 2**20
 
 
 @dataclass
@@ -197,7 +197,7 @@ def ksd(X, model, *, kernel="rbf", bandwidth="median", kernel_params=None, stati
         Unbiased U-statistic (can be negative) or V-statistic (non-negative, biased).
     random_state : None, int or Generator
         Only used by the median heuristic's subsample when ``n > 2000``.
-    max_memory : int, default=256 MiB
+    max_memory : int, default=64 MiB
         Bound on the temporaries of the pass; no ``n x n`` array is formed, so the
         statistic works for very large ``n`` in ``O(n^2 d)`` time.
 

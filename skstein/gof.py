@@ -106,7 +106,7 @@ class KSDTest(_SteinTestMixin, BaseEstimator):
     random_state : None, int or numpy.random.Generator, default=None
         Seeds the bootstrap (and the median heuristic's subsample for more than 2000
         samples).
-    max_memory : int, default=256 MiB
+    max_memory : int, default=64 MiB
         Memory budget in bytes for the Stein-kernel temporaries. Beyond it the Stein
         matrix is recomputed by row blocks, so results do not depend on it.
 

@@ -46,6 +46,31 @@ def kernel_params(kernel):
     raise ValueError(f"unsupported kernel {kernel!r}")
 
 
+@njit(cache=True, inline="always")
+def _stein_row(code, p0, p1, two_d, G, SS, C, nx, nsx, bi, i, col0, start, mirror):
+    """Fill row ``bi`` of the block from column ``start`` on; return its sum."""
+    acc = 0.0
+    nxi = nx[i]
+    nsxi = nsx[i]
+    M = G.shape[1]
+    for bj in range(start, M):
+        j = col0 + bj
+        if j == i:
+            G[bi, bj] = 0.0
+            continue
+        t = nxi + nx[j] - 2.0 * G[bi, bj]
+        if t < 0.0:
+            t = 0.0
+        cross = nsxi + nsx[j] - C[bi, bj]
+        k, k1, k2 = radial_profile(code, t, p0, p1)
+        h = k * SS[bi, bj] - 2.0 * k1 * cross - two_d * k1 - 4.0 * t * k2
+        G[bi, bj] = h
+        if mirror:
+            G[bj, bi] = h
+        acc += h
+    return acc
+
+
 @njit(cache=True, parallel=True)
 def stein_block_inplace(code, p0, p1, dim, G, SS, C, nx, nsx, row0, col0, upper, mirror, rowsum):
     """Overwrite the Gram block ``G`` with Stein kernel values; return row sums.
@@ -70,29 +95,35 @@ def stein_block_inplace(code, p0, p1, dim, G, SS, C, nx, nsx, row0, col0, upper,
         ``(j>i, i)``, so no two iterations write the same element).
     rowsum : float64 array (B,)
         Output: the sum of the computed (off-diagonal) entries of each row.
+
+    Notes
+    -----
+    In ``upper`` mode row ``i`` holds ``M - (i - col0)`` pairs; the parallel loop
+    runs over pairs of rows ``(p, B - 1 - p)`` so that every iteration does the same
+    work and the static schedule keeps the threads balanced.
     """
     B, M = G.shape
     two_d = 2.0 * dim
-    for bi in prange(B):
-        i = row0 + bi
-        acc = 0.0
-        nxi = nx[i]
-        nsxi = nsx[i]
-        for bj in range(M):
-            j = col0 + bj
-            if j == i or (upper and j < i):
-                if not (mirror and j < i):
-                    G[bi, bj] = 0.0
-                continue
-            t = nxi + nx[j] - 2.0 * G[bi, bj]
-            if t < 0.0:
-                t = 0.0
-            cross = nsxi + nsx[j] - C[bi, bj]
-            k, k1, k2 = radial_profile(code, t, p0, p1)
-            h = k * SS[bi, bj] - 2.0 * k1 * cross - two_d * k1 - 4.0 * t * k2
-            G[bi, bj] = h
-            if mirror:
-                G[bj, bi] = h
-            acc += h
-        rowsum[bi] = acc
+    if not upper:
+        for bi in prange(B):
+            rowsum[bi] = _stein_row(code, p0, p1, two_d, G, SS, C, nx, nsx, bi, row0 + bi,
+                                    col0, 0, False)
+        return rowsum
+    half = (B + 1) // 2
+    for p in prange(half):
+        _upper_row(code, p0, p1, two_d, G, SS, C, nx, nsx, p, row0, col0, mirror, rowsum)
+        q = B - 1 - p
+        if q != p:
+            _upper_row(code, p0, p1, two_d, G, SS, C, nx, nsx, q, row0, col0, mirror, rowsum)
     return rowsum
+
+
+@njit(cache=True, inline="always")
+def _upper_row(code, p0, p1, two_d, G, SS, C, nx, nsx, bi, row0, col0, mirror, rowsum):
+    i = row0 + bi
+    M = G.shape[1]
+    start = min(max(i - col0, 0), M)
+    if not mirror:
+        for bj in range(start):
+            G[bi, bj] = 0.0
+    rowsum[bi] = _stein_row(code, p0, p1, two_d, G, SS, C, nx, nsx, bi, i, col0, start, mirror)

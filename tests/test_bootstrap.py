@@ -1,0 +1,72 @@
+import numpy as np
+import pytest
+
+from skstein._bootstrap import (
+    bootstrap_null,
+    bootstrap_pvalue,
+    bootstrap_threshold,
+    bootstrap_weights,
+)
+from skstein.discrepancy import stein_row_blocks, stein_sums
+from skstein.kernels import RBF
+
+
+def _sums(n=120, d=3):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, d))
+    S = -X + 0.3 * rng.standard_normal((n, d))
+    return X, S, stein_sums(X, S, RBF(1.5), return_matrix=True)
+
+
+@pytest.mark.parametrize("method", ["multinomial", "rademacher"])
+@pytest.mark.parametrize("statistic", ["u", "v"])
+def test_null_equals_explicit_quadratic_forms(method, statistic):
+    X, S, res = _sums()
+    H = res.upper + res.upper.T
+    if statistic == "v":
+        H[np.diag_indices_from(H)] = res.diag
+    V = bootstrap_weights(method, 120, 64, np.random.default_rng(5), statistic)
+    ref = np.einsum("mi,ij,mj->m", V, H, V)
+    got = bootstrap_null(res.upper, method, 64, np.random.default_rng(5), statistic=statistic,
+                         diag=res.diag)
+    np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-14)
+    for batch in (1, 7, 1000):
+        again = bootstrap_null(res.upper, method, 64, np.random.default_rng(5),
+                               statistic=statistic, diag=res.diag, batch=batch)
+        np.testing.assert_allclose(again, got, rtol=1e-12, atol=1e-15)
+    blocks = stein_row_blocks(X, S, RBF(1.5), max_memory=3 * 8 * 120 * 25)
+    blocked = bootstrap_null(blocks, method, 64, np.random.default_rng(5), statistic=statistic,
+                             diag=res.diag, n=120)
+    np.testing.assert_allclose(blocked, got, rtol=1e-10, atol=1e-14)
+
+
+def test_weights_have_the_stated_distributions():
+    rng = np.random.default_rng(0)
+    W = bootstrap_weights("multinomial", 50, 4000, rng)
+    counts = W * 50 + 1.0
+    assert np.allclose(counts, np.round(counts)) and np.allclose(counts.sum(1), 50)
+    # Mult(n; 1/n): each count has mean 1 and variance 1 - 1/n
+    assert abs(counts.mean() - 1) < 0.01
+    assert abs(counts.var() - (1 - 1 / 50)) < 0.03
+    E = bootstrap_weights("rademacher", 50, 1000, rng, "u") * np.sqrt(50 * 49)
+    assert set(np.unique(np.round(E, 12))) == {-1.0, 1.0}
+    assert abs(E.mean()) < 0.01
+    with pytest.raises(ValueError, match="bootstrap"):
+        bootstrap_weights("poisson", 5, 5, rng)
+
+
+def test_v_statistic_requires_diagonal():
+    _, _, res = _sums(20)
+    with pytest.raises(ValueError, match="diagonal"):
+        bootstrap_null(res.upper, "multinomial", 5, np.random.default_rng(0), statistic="v")
+
+
+def test_pvalue_and_threshold_agree():
+    null = np.random.default_rng(0).standard_normal(999)
+    for alpha in (0.01, 0.05, 0.1):
+        thr = bootstrap_threshold(null, alpha)
+        for stat in np.linspace(-1, 4, 201):
+            assert (bootstrap_pvalue(stat, null) <= alpha) == (stat > thr)
+    assert bootstrap_pvalue(1e9, null) == pytest.approx(1 / 1000)
+    assert bootstrap_pvalue(-1e9, null) == 1.0
+    assert bootstrap_threshold(null[:10], 0.05) == np.inf

@@ -1,0 +1,109 @@
+import numpy as np
+import pytest
+from scipy import stats
+
+from skstein import KSDTest
+from skstein._numba import numba_threads
+from skstein.distributions import GaussBernRBM, Gaussian, Laplace, StudentT, gaussian_diffusion
+
+
+def _fd_grad(logpdf, X, eps=1e-6):
+    G = np.empty_like(X)
+    for d in range(X.shape[1]):
+        E = np.zeros(X.shape[1])
+        E[d] = eps
+        G[:, d] = (logpdf(X + E) - logpdf(X - E)) / (2 * eps)
+    return G
+
+
+def _rbm(dx=6, dh=4, seed=0, burn_in=500):
+    rng = np.random.default_rng(seed)
+    return GaussBernRBM(rng.choice([-1.0, 1.0], size=(dx, dh)), rng.standard_normal(dx),
+                        rng.standard_normal(dh), burn_in=burn_in)
+
+
+COV = np.array([[2.0, 0.3, 0.0], [0.3, 1.0, -0.2], [0.0, -0.2, 0.5]])
+MODELS = [
+    Gaussian(np.array([1.0, -2.0, 0.5]), COV),
+    Gaussian(np.zeros(3), np.array([0.5, 1.0, 3.0])),
+    Gaussian(np.ones(3), 2.0),
+    Laplace(3, loc=0.5),
+    StudentT(3, df=5, scale=1.5),
+    _rbm(dx=3, dh=2),
+]
+
+
+@pytest.mark.parametrize("model", MODELS, ids=repr)
+def test_score_is_the_gradient_of_logpdf(model):
+    X = np.random.default_rng(1).standard_normal((20, 3)) * 1.3 + 0.1
+    np.testing.assert_allclose(model.grad_logpdf(X), _fd_grad(model.logpdf, X),
+                               rtol=1e-6, atol=1e-6)
+    assert model(X).shape == X.shape
+
+
+def test_gaussian_logpdf_and_sampler_match_scipy():
+    mean = np.array([1.0, -2.0, 0.5])
+    g = Gaussian(mean, COV)
+    X = np.random.default_rng(0).standard_normal((10, 3))
+    np.testing.assert_allclose(g.logpdf(X), stats.multivariate_normal(mean, COV).logpdf(X))
+    Y = g.rvs(20000, random_state=0)
+    np.testing.assert_allclose(Y.mean(0), mean, atol=0.05)
+    np.testing.assert_allclose(np.cov(Y.T), COV, atol=0.06)
+    d = gaussian_diffusion(4, 0.3, index=2)
+    np.testing.assert_allclose(d.cov, [1, 1, 0.3, 1])
+
+
+def test_product_distributions_match_scipy():
+    X = np.random.default_rng(0).standard_normal((10, 2))
+    lap = Laplace(2)
+    np.testing.assert_allclose(lap.logpdf(X), stats.laplace(scale=2**-0.5).logpdf(X).sum(1))
+    assert lap.rvs(40000, random_state=0).var() == pytest.approx(1.0, abs=0.03)
+    t = StudentT(2, df=5, loc=1.0, scale=2.0)
+    np.testing.assert_allclose(t.logpdf(X), stats.t(5, loc=1.0, scale=2.0).logpdf(X).sum(1))
+    assert t.rvs(40000, random_state=0).var() == pytest.approx(4 * 5 / 3, rel=0.08)
+
+
+def test_rbm_gibbs_sampler_matches_exact_moments():
+    # summing out x, the marginal of h is proportional to exp(c.h + ||b + B h / 2||^2 / 2),
+    # and x | h ~ N(b + B h / 2, I): the exact mean of x is a finite sum over h
+    rbm = _rbm(dx=4, dh=3, burn_in=300)
+    H = np.array(np.meshgrid(*[[-1.0, 1.0]] * 3)).reshape(3, -1).T
+    means = rbm.b + 0.5 * H @ rbm.B.T
+    logw = H @ rbm.c + 0.5 * np.sum(means**2, axis=1)
+    w = np.exp(logw - logw.max())
+    w /= w.sum()
+    exact = w @ means
+    X = rbm.rvs(20000, random_state=0)
+    se = X.std(0) / np.sqrt(20000)
+    assert np.all(np.abs(X.mean(0) - exact) < 4 * se + 1e-3)
+    second = w @ (means**2 + 1.0)
+    np.testing.assert_allclose((X**2).mean(0), second, rtol=0.03)
+
+
+def test_rbm_samples_do_not_depend_on_threads_and_pass_a_ksd_test():
+    rbm = _rbm(dx=10, dh=5, burn_in=200)
+    with numba_threads(1):
+        a = rbm.rvs(300, random_state=4)
+    with numba_threads(2):
+        b = rbm.rvs(300, random_state=4)
+    assert np.array_equal(a, b)
+    assert KSDTest(rbm, n_bootstrap=500, random_state=0).test(a).pvalue > 0.01
+
+
+def test_distribution_validation():
+    with pytest.raises(ValueError, match="cov"):
+        Gaussian(np.zeros(2), np.array([1.0, -1.0]))
+    with pytest.raises(ValueError, match="positive definite"):
+        Gaussian(np.zeros(2), np.array([[1.0, 2.0], [2.0, 1.0]]))
+    with pytest.raises(ValueError, match="mean"):
+        Gaussian(np.array([np.nan]))
+    with pytest.raises(ValueError, match="dim"):
+        Laplace(0)
+    with pytest.raises(ValueError, match="df"):
+        StudentT(2, df=-1)
+    with pytest.raises(ValueError, match="B must be"):
+        GaussBernRBM(np.ones((3, 2)), np.ones(2), np.ones(2))
+    with pytest.raises(ValueError, match="shape"):
+        Gaussian(np.zeros(2)).grad_logpdf(np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="n must be"):
+        Laplace(2).rvs(0)

@@ -1,0 +1,172 @@
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+
+from conftest import std_normal_score
+from skstein import GOFTestResult, HeavyTailWarning, KSDTest, ksd, ksd_power_criterion
+from skstein.distributions import Gaussian, Laplace, gaussian_diffusion
+from skstein.experiments import rejection_rate
+
+
+def _X(n=200, d=3, seed=0):
+    return np.random.default_rng(seed).standard_normal((n, d))
+
+
+def test_result_fields_and_decision_rule():
+    X = Laplace(2).rvs(300, random_state=1)
+    res = KSDTest(Gaussian(np.zeros(2)), n_bootstrap=500, random_state=0).test(X)
+    assert isinstance(res, GOFTestResult)
+    assert res.n_samples == 300 and res.n_bootstrap == 500 and res.alpha == 0.05
+    assert res.null_distribution.shape == (500,) and not res.null_distribution.flags.writeable
+    assert res.reject == (res.pvalue <= res.alpha) == (res.statistic > res.threshold)
+    assert 1 / 501 <= res.pvalue <= 1
+    assert "null_distribution" not in repr(res)
+    assert res.method == "KSD (rbf, u-statistic, multinomial bootstrap)"
+    with pytest.raises(Exception):
+        res.pvalue = 0.5
+
+
+def test_statistic_matches_functional_api_and_methods_agree():
+    X = _X()
+    test = KSDTest(std_normal_score, kernel="imq", bandwidth=1.2, random_state=0)
+    res = test.test(X)
+    assert res.statistic == pytest.approx(ksd(X, std_normal_score, kernel="imq", bandwidth=1.2))
+    assert test.discrepancy(X) == pytest.approx(res.statistic)
+    assert test.fit(X).score(X) == pytest.approx(
+        ksd_power_criterion(X, std_normal_score, kernel="imq", bandwidth=1.2))
+
+
+def test_fit_resolves_median_bandwidth_and_test_uses_it():
+    X, Y = _X(seed=0), _X(seed=1) * 3
+    test = KSDTest(std_normal_score, random_state=0).fit(X)
+    assert test.bandwidth_ == pytest.approx(np.median(
+        [np.linalg.norm(X[i] - X[j]) for i in range(200) for j in range(i + 1, 200)]))
+    assert test.n_features_in_ == 3
+    assert test.test(Y).bandwidth == test.bandwidth_
+    # unfitted: the bandwidth comes from the data under test
+    assert KSDTest(std_normal_score, random_state=0).test(Y).bandwidth != test.bandwidth_
+    with pytest.raises(ValueError, match="features"):
+        test.test(_X(d=4))
+
+
+@pytest.mark.parametrize("statistic", ["u", "v"])
+@pytest.mark.parametrize("bootstrap", ["multinomial", "rademacher"])
+def test_same_seed_same_numbers(statistic, bootstrap):
+    X = _X()
+    kw = dict(statistic=statistic, bootstrap=bootstrap, n_bootstrap=200)
+    a = KSDTest(std_normal_score, random_state=3, **kw).test(X)
+    b = KSDTest(std_normal_score, random_state=3, **kw).test(X)
+    c = KSDTest(std_normal_score, random_state=4, **kw).test(X)
+    assert np.array_equal(a.null_distribution, b.null_distribution) and a.pvalue == b.pvalue
+    assert not np.array_equal(a.null_distribution, c.null_distribution)
+
+
+@pytest.mark.parametrize("statistic", ["u", "v"])
+def test_blockwise_bootstrap_equals_in_memory(statistic):
+    X = _X(150)
+    a = KSDTest(std_normal_score, statistic=statistic, n_bootstrap=300, random_state=1).test(X)
+    b = KSDTest(std_normal_score, statistic=statistic, n_bootstrap=300, random_state=1,
+                max_memory=3 * 8 * 150 * 20).test(X)
+    assert a.statistic == pytest.approx(b.statistic, rel=1e-10)
+    np.testing.assert_allclose(a.null_distribution, b.null_distribution, rtol=1e-9, atol=1e-15)
+    assert a.pvalue == b.pvalue
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bootstrap", ["multinomial", "rademacher"])
+def test_type_one_error_is_calibrated(bootstrap):
+    # R = 400 seeded null trials; |rate - alpha| <= 3 binomial standard deviations
+    model = Gaussian(np.zeros(2))
+    test = KSDTest(model, bootstrap=bootstrap, n_bootstrap=300)
+    out = rejection_rate(test, model, 100, n_trials=400, random_state=11, n_jobs=1)
+    assert abs(out.rate - 0.05) <= 3 * np.sqrt(0.05 * 0.95 / 400), out.rate
+
+
+@pytest.mark.slow
+def test_power_on_a_clear_alternative():
+    # data N(0, diag(0.3, 1, 1)), model N(0, I_3), n = 300: power >= 0.9 over 50 trials
+    model = Gaussian(np.zeros(3))
+    out = rejection_rate(KSDTest(model, n_bootstrap=300), gaussian_diffusion(3, 0.3), 300,
+                         n_trials=50, random_state=2, n_jobs=1)
+    assert out.rate >= 0.9, out.rate
+
+
+def test_sklearn_api_clone_params_pickle():
+    test = KSDTest(Gaussian(np.zeros(3)), kernel="imq", bandwidth=2.0, random_state=0)
+    params = test.get_params()
+    assert params["kernel"] == "imq" and params["bandwidth"] == 2.0
+    cloned = clone(test).set_params(bandwidth=3.0)
+    assert cloned.bandwidth == 3.0 and test.bandwidth == 2.0
+    X = _X()
+    fitted = test.fit(X)
+    again = pickle.loads(pickle.dumps(fitted))
+    assert again.bandwidth_ == fitted.bandwidth_
+    assert again.test(X).pvalue == fitted.test(X).pvalue
+
+
+def test_grid_search_over_bandwidth_and_kernel_picks_the_powerful_test():
+    # the discrepancy is visible at a small scale only; a tiny bandwidth sees it best
+    X = gaussian_diffusion(2, 0.3).rvs(400, random_state=0)
+    grid = GridSearchCV(KSDTest(Gaussian(np.zeros(2)), random_state=0),
+                        {"bandwidth": [0.05, 0.5, 2.0, 20.0], "kernel": ["rbf", "imq"]}, cv=3)
+    grid.fit(X)
+    assert grid.best_params_["bandwidth"] in (0.5, 2.0)
+    assert grid.best_estimator_.test(X).reject
+
+
+def test_validation_errors_name_the_argument():
+    X = _X(30, 2)
+    m = std_normal_score
+    cases = [
+        (dict(alpha=1.5), ValueError, "alpha"),
+        (dict(alpha="0.1"), TypeError, "alpha"),
+        (dict(n_bootstrap=0), ValueError, "n_bootstrap"),
+        (dict(n_bootstrap=2.5), TypeError, "n_bootstrap"),
+        (dict(kernel="matern"), ValueError, "kernel"),
+        (dict(statistic="w"), ValueError, "statistic"),
+        (dict(bootstrap="wild"), ValueError, "bootstrap"),
+        (dict(bandwidth=-1.0), ValueError, "bandwidth"),
+        (dict(bandwidth="scott"), ValueError, "bandwidth"),
+        (dict(kernel="rbf", kernel_params={"beta": -0.5}), ValueError, "kernel_params"),
+        (dict(max_memory=0), ValueError, "max_memory"),
+    ]
+    for kw, err, word in cases:
+        with pytest.raises(err, match=word):
+            KSDTest(m, **kw).fit(X)
+    with pytest.raises(TypeError, match="model"):
+        KSDTest(None).fit(X)
+    with pytest.raises(TypeError, match="model"):
+        KSDTest(3.0).test(X)
+    with pytest.raises(ValueError, match="dimensions"):
+        KSDTest(Gaussian(np.zeros(3))).fit(X)
+    with pytest.raises(ValueError, match="shape"):
+        KSDTest(lambda Y: Y[:, :1]).test(X)
+    with pytest.raises(ValueError, match="not finite"):
+        KSDTest(lambda Y: np.where(Y > 1, np.inf, Y)).test(X)
+    bad = X.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        KSDTest(m).test(bad)
+    with pytest.raises(ValueError, match="2D|2-D|Expected 2D"):
+        KSDTest(m).test(X[:, 0])
+    with pytest.raises(ValueError, match="minimum of 2"):
+        KSDTest(m).test(X[:1])
+    with pytest.warns(UserWarning, match="too small"):
+        KSDTest(m, n_bootstrap=10).test(X)
+
+
+def test_heavy_tails_warn_and_light_tails_do_not():
+    model = Gaussian(np.zeros(2))
+    cauchy = np.random.default_rng(0).standard_cauchy((500, 2))
+    with pytest.warns(HeavyTailWarning, match="tail index"):
+        KSDTest(model, n_bootstrap=100, random_state=0).test(cauchy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", HeavyTailWarning)
+        for seed in range(30):
+            for data in (model, Laplace(2)):
+                KSDTest(model, n_bootstrap=50, random_state=0).discrepancy(
+                    data.rvs(500, random_state=seed))

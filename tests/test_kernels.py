@@ -1,0 +1,103 @@
+import numpy as np
+import pytest
+
+from skstein.kernels import IMQ, RBF, make_kernel, median_bandwidth, median_bandwidth_1d
+
+KERNELS = [RBF(0.7), RBF(2.5), IMQ(1.3), IMQ(0.8, beta=-0.3)]
+
+
+@pytest.mark.parametrize("kern", KERNELS, ids=repr)
+def test_profile_derivatives_match_finite_differences(kern):
+    t = np.linspace(0.0, 6.0, 25) + 0.05
+    eps = 1e-5
+    k, k1, k2 = kern.profile(t)
+    kp, k1p, _ = kern.profile(t + eps)
+    km, k1m, _ = kern.profile(t - eps)
+    np.testing.assert_allclose(k1, (kp - km) / (2 * eps), rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(k2, (k1p - k1m) / (2 * eps), rtol=1e-6, atol=1e-10)
+
+
+@pytest.mark.parametrize("kern", KERNELS, ids=repr)
+def test_gradients_match_finite_differences(kern, rng):
+    X = rng.standard_normal((4, 3))
+    Y = rng.standard_normal((5, 3))
+    eps = 1e-6
+    G = kern.grad_x(X, Y)
+    GY = kern.grad_y(X, Y)
+    for d in range(3):
+        E = np.zeros(3)
+        E[d] = eps
+        fd = (kern(X + E, Y) - kern(X - E, Y)) / (2 * eps)
+        np.testing.assert_allclose(G[:, :, d], fd, rtol=1e-6, atol=1e-9)
+        fdy = (kern(X, Y + E) - kern(X, Y - E)) / (2 * eps)
+        np.testing.assert_allclose(GY[:, :, d], fdy, rtol=1e-6, atol=1e-9)
+    # trace of the cross Hessian: d/dy_l of grad_x_l
+    tr = np.zeros((4, 5))
+    for d in range(3):
+        E = np.zeros(3)
+        E[d] = eps
+        tr += (kern.grad_x(X, Y + E)[:, :, d] - kern.grad_x(X, Y - E)[:, :, d]) / (2 * eps)
+    np.testing.assert_allclose(kern.trace_grad_xy(X, Y), tr, rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.parametrize("kern", KERNELS, ids=repr)
+def test_stein_kernel_matches_its_definition(kern, rng):
+    X, Y = rng.standard_normal((6, 4)), rng.standard_normal((3, 4))
+    SX, SY = rng.standard_normal((6, 4)), rng.standard_normal((3, 4))
+    ref = (kern(X, Y) * (SX @ SY.T)
+           + np.einsum("id,ijd->ij", SX, kern.grad_y(X, Y))
+           + np.einsum("jd,ijd->ij", SY, kern.grad_x(X, Y))
+           + kern.trace_grad_xy(X, Y))
+    np.testing.assert_allclose(kern.stein(X, Y, SX, SY), ref, rtol=1e-12, atol=1e-12)
+
+
+def test_rbf_and_imq_conventions():
+    x, y = np.array([[0.0, 0.0]]), np.array([[3.0, 4.0]])
+    assert RBF(2.0)(x, y)[0, 0] == pytest.approx(np.exp(-25 / 8))
+    assert IMQ(2.0)(x, y)[0, 0] == pytest.approx((1 + 25 / 4) ** -0.5)
+    assert IMQ(2.0, beta=-0.25)(x, y)[0, 0] == pytest.approx((1 + 25 / 4) ** -0.25)
+
+
+def test_median_bandwidth_is_median_of_pairwise_distances(rng):
+    X = rng.standard_normal((41, 3))
+    d = [np.linalg.norm(X[i] - X[j]) for i in range(41) for j in range(i + 1, 41)]
+    assert median_bandwidth(X) == pytest.approx(np.median(d), rel=1e-12)
+
+
+def test_median_bandwidth_subsample_is_seeded(rng):
+    X = rng.standard_normal((300, 2))
+    a = median_bandwidth(X, max_points=50, random_state=1)
+    b = median_bandwidth(X, max_points=50, random_state=1)
+    c = median_bandwidth(X, max_points=50, random_state=2)
+    assert a == b and a != c
+    assert abs(a - median_bandwidth(X)) < 0.3
+
+
+def test_median_bandwidth_ignores_repeated_rows_and_rejects_constant_data():
+    X = np.zeros((10, 2))
+    X[0] = 1.0
+    assert median_bandwidth(X) == pytest.approx(np.sqrt(2))
+    with pytest.raises(ValueError, match="all samples coincide"):
+        median_bandwidth(np.ones((5, 2)))
+
+
+def test_median_bandwidth_1d_per_column(rng):
+    U = rng.standard_normal((30, 3)) * [1.0, 5.0, 0.1]
+    h = median_bandwidth_1d(U)
+    for k in range(3):
+        assert h[k] == pytest.approx(median_bandwidth(U[:, [k]]))
+
+
+def test_make_kernel_and_bad_parameters():
+    assert make_kernel("imq", 2.0, {"beta": -0.3}) == IMQ(2.0, beta=-0.3)
+    assert make_kernel("rbf", 2.0) == RBF(2.0)
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        make_kernel("laplace", 1.0)
+    with pytest.raises(ValueError, match="kernel_params"):
+        make_kernel("rbf", 1.0, {"beta": -0.5})
+    with pytest.raises(ValueError, match="beta"):
+        IMQ(1.0, beta=0.5)
+    with pytest.raises(ValueError, match="bandwidth"):
+        RBF(-1.0)
+    with pytest.raises(TypeError, match="bandwidth"):
+        RBF("1")
