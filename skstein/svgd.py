@@ -33,7 +33,7 @@ from ._validation import (
     evaluate_score,
     resolve_score,
 )
-from .discrepancy import sliced_value_and_grad, stein_sums
+from .discrepancy import _threads_for, sliced_value_and_grad, stein_sums
 from .directions import _Adam, _tangent_unit_rows, _unit_rows
 from .kernels import KERNELS, make_kernel, median_bandwidth
 
@@ -168,12 +168,6 @@ class _ParticleSampler(BaseEstimator):
         history = {k: np.asarray(v) for k, v in hist.items()}
         return X, n_iter, history, state
 
-    def _bandwidth_value(self, X):
-        if not isinstance(self.bandwidth, str):
-            return float(self.bandwidth)
-        med = median_bandwidth(X, max_points=1000) if X.shape[0] > 1 else 1.0
-        return med * _bandwidth_scale(self.bandwidth, X.shape[0])
-
 
 class SVGD(_ParticleSampler):
     r"""Stein variational gradient descent (Liu & Wang 2016).
@@ -251,8 +245,7 @@ class SVGD(_ParticleSampler):
         pass
 
     def _terms(self, X, S, state, it, rng):
-        return svgd_terms(X, S, make_kernel(self.kernel, self._bandwidth_value(X),
-                                            self.kernel_params))
+        return svgd_terms(X, S, self.kernel, self.bandwidth, self.kernel_params)
 
     def _discrepancy(self, X, S, state):
         if X.shape[0] < 2:
@@ -267,18 +260,41 @@ class SVGD(_ParticleSampler):
         return -self._discrepancy(X, S, None)
 
 
-def svgd_terms(X, S, kernel):
-    """Driving and repulsive sums of the SVGD direction (each to be divided by N)."""
-    code, p0, p1 = _kernel_code(kernel)
-    Xc = X - X.mean(axis=0)
-    G = Xc @ Xc.T
-    nx = np.einsum("ij,ij->i", Xc, Xc)
+def svgd_terms(X, S, kernel, bandwidth="median-log", kernel_params=None):
+    """Driving and repulsive sums of the SVGD direction (each to be divided by N).
+
+    ``bandwidth`` is a float or a median rule (see :class:`SVGD`), resolved on the
+    squared distances this function forms anyway.
+    """
     n = X.shape[0]
+    Xc = X - X.mean(axis=0)
+    nx = np.einsum("ij,ij->i", Xc, Xc)
+    T = Xc @ Xc.T
+    T *= -2.0
+    T += nx[:, None]
+    T += nx[None, :]
+    np.maximum(T, 0.0, out=T)
+    np.fill_diagonal(T, 0.0)
+    if isinstance(bandwidth, str):
+        if n > 1:
+            upper = T[np.triu_indices(n, 1)]
+            med = float(np.sqrt(np.median(upper)))
+            if med <= 0:
+                med = float(np.sqrt(np.median(upper[upper > 0]))) if np.any(upper > 0) else 1.0
+        else:
+            med = 1.0
+        h = med * _bandwidth_scale(bandwidth, n)
+    else:
+        h = float(bandwidth)
+    code, p0, p1 = _kernel_code(make_kernel(kernel, h, kernel_params))
     K = np.empty((n, n))
     K1 = np.empty((n, n))
-    kernel_matrices(code, p0, p1, G, nx, K, K1)
+    with _threads_for(n, n, 1):
+        kernel_matrices(code, p0, p1, T, K, K1)
     drive = K @ S
-    repulse = 2.0 * (K1 @ X - K1.sum(axis=1)[:, None] * X)
+    repulse = K1 @ X
+    repulse -= K1.sum(axis=1)[:, None] * X
+    repulse *= 2.0
     return drive, repulse
 
 
@@ -302,8 +318,8 @@ class SlicedSVGD(_ParticleSampler):
     optimizer : {"adagrad", "sgd", "adam"}, default="adagrad"
     kernel : {"rbf", "imq"}, default="rbf"
     bandwidth : {"median-log", "median"} or float, default="median"
-        Per-dimension rule on the projections (see :class:`SVGD`), re-estimated at
-        every direction update.
+        Per-dimension rule on the projections (see :class:`SVGD`), re-estimated
+        every ``bandwidth_every`` iterations and after every direction update.
     kernel_params : dict, default=None
     init_directions : {"identity", "random"} or array (D, D), default="identity"
         Starting ``G`` (rows are normalised). The identity is optimal for
@@ -313,6 +329,9 @@ class SlicedSVGD(_ParticleSampler):
     slice_steps : int, default=5
         Ascent steps per update.
     slice_learning_rate : float, default=0.01
+    bandwidth_every : int, default=10
+        Iterations between re-estimates of the per-dimension median bandwidths
+        (the per-column medians cost more than an update at small N).
     history_every : int, default=10
     random_state : None, int or Generator
     verbose : int, default=0
@@ -332,7 +351,8 @@ class SlicedSVGD(_ParticleSampler):
     def __init__(self, target, *, n_particles=100, n_iter=1000, step_size=0.1,
                  optimizer="adagrad", kernel="rbf", bandwidth="median", kernel_params=None,
                  init_directions="identity", slice_update_every=10, slice_steps=5,
-                 slice_learning_rate=0.01, history_every=10, random_state=None, verbose=0):
+                 slice_learning_rate=0.01, bandwidth_every=10, history_every=10,
+                 random_state=None, verbose=0):
         self.target = target
         self.n_particles = n_particles
         self.n_iter = n_iter
@@ -345,6 +365,7 @@ class SlicedSVGD(_ParticleSampler):
         self.slice_update_every = slice_update_every
         self.slice_steps = slice_steps
         self.slice_learning_rate = slice_learning_rate
+        self.bandwidth_every = bandwidth_every
         self.history_every = history_every
         self.random_state = random_state
         self.verbose = verbose
@@ -354,6 +375,7 @@ class SlicedSVGD(_ParticleSampler):
         check_positive_int(self.slice_update_every, "slice_update_every", minimum=0)
         check_positive_int(self.slice_steps, "slice_steps", minimum=0)
         check_positive_float(self.slice_learning_rate, "slice_learning_rate")
+        check_positive_int(self.bandwidth_every, "bandwidth_every")
 
     def _init_state(self, X, warm, rng):
         d = X.shape[1]
@@ -370,7 +392,7 @@ class SlicedSVGD(_ParticleSampler):
                 raise ValueError(f"init_directions must be a finite ({d}, {d}) array with "
                                  f"non-zero rows, got shape {G.shape}.")
             G = _unit_rows(G)
-        state = {"G": G, "adam": _Adam(G.shape), "h": None, "value": np.nan}
+        state = {"G": G, "adam": _Adam(G.shape), "med": None, "value": np.nan}
         return state
 
     def _warm_state(self):
@@ -383,49 +405,59 @@ class SlicedSVGD(_ParticleSampler):
     def _store_state(self, state):
         self.directions_ = state["G"]
 
-    def _bandwidths(self, U, rule):
-        n, m = U.shape
-        if not isinstance(self.bandwidth, str):
-            return np.full(m, float(self.bandwidth))
-        med = np.empty(m)
-        median_abs_diff_columns(np.ascontiguousarray(U[:1000]), med)
+    def _medians(self, U):
+        """Per-dimension median of |u_i - u_j| (at most 1000 particles); 1 where undefined."""
+        med = np.empty(U.shape[1])
+        V = np.ascontiguousarray(U[:1000])
+        with _threads_for(V.shape[0], V.shape[0], U.shape[1]):
+            median_abs_diff_columns(V, med)
         med[med <= 0] = 1.0
-        return med * _bandwidth_scale(rule, n)
+        return med
+
+    def _bandwidths(self, X, state, rule):
+        if not isinstance(self.bandwidth, str):
+            return np.full(X.shape[1], float(self.bandwidth))
+        if state["med"] is None:
+            state["med"] = self._medians(X @ state["G"].T)
+        return state["med"] * _bandwidth_scale(rule, X.shape[0])
 
     def _update_directions(self, X, S, state):
         G = state["G"]
-        d = X.shape[1]
-        eye = np.eye(d)
+        eye = np.eye(X.shape[1])
+        h = self._bandwidths(X, state, "median")
         for _ in range(self.slice_steps):
-            h = self._bandwidths(X @ G.T, "median")
             values, grad, _ = sliced_value_and_grad(X, S, G, eye, h, kernel=self.kernel,
                                                     kernel_params=self.kernel_params)
             G = _unit_rows(G + self.slice_learning_rate * state["adam"].step(
                 _tangent_unit_rows(grad, G)))
             state["value"] = float(values.sum())
         state["G"] = G
+        state["med"] = None  # the projections changed
 
     def _terms(self, X, S, state, it, rng):
+        if it % self.bandwidth_every == 0:
+            state["med"] = None
         if X.shape[0] > 1 and self.slice_update_every and it % self.slice_update_every == 0:
             self._update_directions(X, S, state)
         G = state["G"]
-        U = np.ascontiguousarray(X @ G.T)
         rule = self.bandwidth if isinstance(self.bandwidth, str) else "median"
-        h = self._bandwidths(U, rule)
-        kern = make_kernel(self.kernel, 1.0, self.kernel_params)
-        code, _, p1 = _kernel_code(kern)
+        h = self._bandwidths(X, state, rule) if X.shape[0] > 1 else np.ones(X.shape[1])
+        U = np.ascontiguousarray(X @ G.T)
+        code, _, p1 = _kernel_code(make_kernel(self.kernel, 1.0, self.kernel_params))
         p0 = 1.0 / (2.0 * h * h) if code == 0 else 1.0 / (h * h)
         drive = np.empty_like(U)
         repulse = np.empty_like(U)
-        sliced_svgd_terms(code, p0, p1, U, np.ascontiguousarray(S), np.ascontiguousarray(
-            np.diag(G)), drive, repulse)
+        with _threads_for(U.shape[0], U.shape[0], U.shape[1]):
+            sliced_svgd_terms(code, p0, p1, U, np.ascontiguousarray(S),
+                              np.ascontiguousarray(np.diag(G)), drive, repulse)
         return drive, repulse
 
     def _discrepancy(self, X, S, state):
         if X.shape[0] < 2:
             return float("nan")
         G = np.eye(X.shape[1]) if state is None else state["G"]
-        h = self._bandwidths(X @ G.T, "median")
+        h = self._medians(X @ G.T) if isinstance(self.bandwidth, str) else \
+            np.full(X.shape[1], float(self.bandwidth))
         values, _, _ = sliced_value_and_grad(X, S, G, np.eye(X.shape[1]), h, kernel=self.kernel,
                                              kernel_params=self.kernel_params)
         return float(values.sum())

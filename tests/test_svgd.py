@@ -22,7 +22,8 @@ def _particles(n=37, d=4, seed=0):
 @pytest.mark.parametrize("kern", [RBF(1.3), IMQ(0.9), IMQ(1.5, beta=-0.3)], ids=repr)
 def test_svgd_direction_equals_double_loop(kern):
     X, S = _particles()
-    drive, repulse = svgd_terms(X, S, kern)
+    params = {"beta": kern.beta} if kern.name == "imq" else None
+    drive, repulse = svgd_terms(X, S, kern.name, kern.bandwidth, params)
     n = X.shape[0]
     ref_d, ref_r = np.zeros_like(X), np.zeros_like(X)
     for i in range(n):
@@ -59,6 +60,17 @@ def test_sliced_direction_equals_double_loop(kind):
         d1, r1 = np.empty_like(U), np.empty_like(U)
         sliced_svgd_terms(code, p0, -0.5, U, S, np.diag(G).copy(), d1, r1)
     assert np.array_equal(d1, drive) and np.array_equal(r1, repulse)
+
+
+def test_median_rules():
+    X, S = _particles(n=30)
+    d = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))[np.triu_indices(30, 1)]
+    med = np.median(d)
+    for rule, h in [("median", med), ("median-log", med / np.sqrt(2 * np.log(31)))]:
+        a = svgd_terms(X, S, "rbf", rule)
+        b = svgd_terms(X, S, "rbf", h)
+        np.testing.assert_allclose(a[0], b[0], rtol=1e-8)
+        np.testing.assert_allclose(a[1], b[1], rtol=1e-8)
 
 
 @pytest.mark.parametrize("cls", [SVGD, SlicedSVGD])

@@ -7,8 +7,8 @@ SVGD (Liu & Wang 2016), with :math:`\kappa` the radial profile of the kernel,
     \phi(x_i) = \frac1N \sum_j \left[k(x_j, x_i)\, s(x_j) + \nabla_{x_j} k(x_j, x_i)\right],
     \qquad \nabla_{x_j} k(x_j, x_i) = 2\kappa'(\|x_j - x_i\|^2)\,(x_j - x_i).
 
-:func:`kernel_matrices` fills :math:`K` and :math:`K' = \kappa'(t_{ij})` from a Gram
-matrix; the caller finishes with two BLAS products,
+:func:`kernel_matrices` fills :math:`K` and :math:`K' = \kappa'(t_{ij})` from the
+squared distances; the caller finishes with two BLAS products,
 :math:`N\phi = K S + 2(K' X - \mathrm{diag}(K'\mathbf 1) X)`.
 
 Sliced SVGD (Gong et al. 2021, Algorithm 2, slices :math:`r_d = e_d`), with the
@@ -23,31 +23,26 @@ dimension:
 
 from numba import njit, prange
 
-import numpy as np
+from .sliced import fast_exp
 from .stein import RBF, radial_profile
 
 
 @njit(cache=True, parallel=True)
-def kernel_matrices(code, p0, p1, G, nx, K, K1):
-    """``K[i, j] = kappa(t_ij)``, ``K1[i, j] = kappa'(t_ij)``, ``t_ij = nx_i + nx_j - 2 G_ij``.
+def kernel_matrices(code, p0, p1, T, K, K1):
+    """``K[i, j] = kappa(T[i, j])`` and ``K1[i, j] = kappa'(T[i, j])`` (rows in parallel).
 
     Parameters
     ----------
     code, p0, p1 : kernel (see :func:`skstein._numba.stein.radial_profile`)
-    G : float64 (N, N)
-        Gram matrix of the (centred) particles.
-    nx : float64 (N,)
-        Squared norms (the diagonal of ``G``).
+    T : float64 (N, N)
+        Squared distances between the particles.
     K, K1 : float64 (N, N)
         Outputs.
     """
-    n = G.shape[0]
+    n = T.shape[0]
     for i in prange(n):
         for j in range(n):
-            t = nx[i] + nx[j] - 2.0 * G[i, j]
-            if t < 0.0 or i == j:
-                t = 0.0
-            k, k1, _ = radial_profile(code, t, p0, p1)
+            k, k1, _ = radial_profile(code, T[i, j], p0, p1)
             K[i, j] = k
             K1[i, j] = k1
     return K, K1
@@ -90,7 +85,7 @@ def sliced_svgd_terms(code, p0, p1, U, S, gdiag, drive, repulse):
                 for k in range(m):
                     delta = uj[k] - ui[k]
                     q = p0[k]
-                    kk = np.exp(-delta * delta * q)
+                    kk = fast_exp(-delta * delta * q)
                     di[k] += kk * sj[k]
                     ri[k] -= 2.0 * gdiag[k] * delta * q * kk
             else:
