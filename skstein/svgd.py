@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._numba.sliced import median_abs_diff_columns
 from ._numba.stein import kernel_params as _kernel_code
-from ._numba.svgd import kernel_matrices, sliced_svgd_terms
+from ._numba.svgd import sliced_svgd_terms, svgd_kernel_matrices
 from ._random import as_generator
 from ._validation import (
     check_choice,
@@ -66,11 +66,18 @@ class _Optimizer:
         if self.name == "sgd":
             return self.lr * phi
         if self.name == "adagrad":
+            sq = phi * phi
             if self.t == 1:
-                self.v = phi * phi
+                self.v = sq
             else:
-                self.v = 0.9 * self.v + 0.1 * phi * phi
-            return self.lr * phi / (1e-6 + np.sqrt(self.v))
+                self.v *= 0.9
+                sq *= 0.1
+                self.v += sq
+            step = np.sqrt(self.v)
+            step += 1e-6
+            np.divide(phi, step, out=step)
+            step *= self.lr
+            return step
         return self.lr * self.adam.step(phi)
 
 
@@ -152,7 +159,9 @@ class _ParticleSampler(BaseEstimator):
         for it in range(n_iter):
             S = evaluate_score(self.target, X, "target", check_tails=False)
             drive, repulse = self._terms(X, S, state, it, rng)
-            phi = (drive + repulse) / X.shape[0]
+            phi = drive
+            phi += repulse
+            phi /= X.shape[0]
             update = opt.step(phi)
             if it % self.history_every == 0 or it == n_iter - 1:
                 hist["iteration"].append(it)
@@ -164,7 +173,8 @@ class _ParticleSampler(BaseEstimator):
                     sys.stderr.write(
                         f"[{type(self).__name__}] iter {it:5d}  step {hist['step_norm'][-1]:.3e}"
                         f"  discrepancy {hist['discrepancy'][-1]:.4e}\n")
-            X = X + update
+            update += X
+            X = update
         history = {k: np.asarray(v) for k, v in hist.items()}
         return X, n_iter, history, state
 
@@ -264,33 +274,21 @@ def svgd_terms(X, S, kernel, bandwidth="median-log", kernel_params=None):
     """Driving and repulsive sums of the SVGD direction (each to be divided by N).
 
     ``bandwidth`` is a float or a median rule (see :class:`SVGD`), resolved on the
-    squared distances this function forms anyway.
+    squared distances the kernel pass forms anyway.
     """
     n = X.shape[0]
     Xc = X - X.mean(axis=0)
     nx = np.einsum("ij,ij->i", Xc, Xc)
-    T = Xc @ Xc.T
-    T *= -2.0
-    T += nx[:, None]
-    T += nx[None, :]
-    np.maximum(T, 0.0, out=T)
-    np.fill_diagonal(T, 0.0)
+    G = Xc @ Xc.T
     if isinstance(bandwidth, str):
-        if n > 1:
-            upper = T[np.triu_indices(n, 1)]
-            med = float(np.sqrt(np.median(upper)))
-            if med <= 0:
-                med = float(np.sqrt(np.median(upper[upper > 0]))) if np.any(upper > 0) else 1.0
-        else:
-            med = 1.0
-        h = med * _bandwidth_scale(bandwidth, n)
+        scale, h = _bandwidth_scale(bandwidth, n), 0.0
     else:
-        h = float(bandwidth)
-    code, p0, p1 = _kernel_code(make_kernel(kernel, h, kernel_params))
+        scale, h = 1.0, float(bandwidth)
+    code, _, beta = _kernel_code(make_kernel(kernel, 1.0, kernel_params))
     K = np.empty((n, n))
     K1 = np.empty((n, n))
-    with _threads_for(n, n, 1):
-        kernel_matrices(code, p0, p1, T, K, K1)
+    with _threads_for(n, n, 8):
+        svgd_kernel_matrices(code, beta, scale, h, G, nx, K, K1)
     drive = K @ S
     repulse = K1 @ X
     repulse -= K1.sum(axis=1)[:, None] * X
@@ -447,7 +445,7 @@ class SlicedSVGD(_ParticleSampler):
         p0 = 1.0 / (2.0 * h * h) if code == 0 else 1.0 / (h * h)
         drive = np.empty_like(U)
         repulse = np.empty_like(U)
-        with _threads_for(U.shape[0], U.shape[0], U.shape[1]):
+        with _threads_for(U.shape[0], U.shape[0], 8):
             sliced_svgd_terms(code, p0, p1, U, np.ascontiguousarray(S),
                               np.ascontiguousarray(np.diag(G)), drive, repulse)
         return drive, repulse

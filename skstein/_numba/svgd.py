@@ -7,8 +7,8 @@ SVGD (Liu & Wang 2016), with :math:`\kappa` the radial profile of the kernel,
     \phi(x_i) = \frac1N \sum_j \left[k(x_j, x_i)\, s(x_j) + \nabla_{x_j} k(x_j, x_i)\right],
     \qquad \nabla_{x_j} k(x_j, x_i) = 2\kappa'(\|x_j - x_i\|^2)\,(x_j - x_i).
 
-:func:`kernel_matrices` fills :math:`K` and :math:`K' = \kappa'(t_{ij})` from the
-squared distances; the caller finishes with two BLAS products,
+:func:`svgd_kernel_matrices` fills :math:`K` and :math:`K' = \kappa'(t_{ij})` from a
+Gram matrix (resolving a median bandwidth on the way); the caller finishes with two BLAS products,
 :math:`N\phi = K S + 2(K' X - \mathrm{diag}(K'\mathbf 1) X)`.
 
 Sliced SVGD (Gong et al. 2021, Algorithm 2, slices :math:`r_d = e_d`), with the
@@ -21,6 +21,7 @@ dimension:
     + G_{dd}\, \partial_{u_{jd}} \kappa_d(u_{jd}, u_{id})\right].
 """
 
+import numpy as np
 from numba import njit, prange
 
 from .sliced import fast_exp
@@ -28,24 +29,52 @@ from .stein import RBF, radial_profile
 
 
 @njit(cache=True, parallel=True)
-def kernel_matrices(code, p0, p1, T, K, K1):
-    """``K[i, j] = kappa(T[i, j])`` and ``K1[i, j] = kappa'(T[i, j])`` (rows in parallel).
+def svgd_kernel_matrices(code, beta, scale, h, G, nx, K, K1):
+    """Fill ``K`` and ``K1`` (kernel and profile derivative) from a Gram matrix; return h.
+
+    ``t_ij = max(nx_i + nx_j - 2 G_ij, 0)`` (zero on the diagonal). With ``h <= 0``
+    the bandwidth is ``scale`` times the median of ``sqrt(t_ij)``, ``i < j`` (median of
+    the positive ones if that is zero, 1 if there are none).
 
     Parameters
     ----------
-    code, p0, p1 : kernel (see :func:`skstein._numba.stein.radial_profile`)
-    T : float64 (N, N)
-        Squared distances between the particles.
+    code : int
+        0 RBF, 1 IMQ (exponent ``beta``).
+    scale, h : float
+        Median factor, or a fixed bandwidth ``h > 0``.
+    G : float64 (N, N)
+        Gram matrix of the centred particles.
+    nx : float64 (N,)
+        Squared norms of the centred particles.
     K, K1 : float64 (N, N)
         Outputs.
     """
-    n = T.shape[0]
+    n = G.shape[0]
     for i in prange(n):
         for j in range(n):
-            k, k1, _ = radial_profile(code, T[i, j], p0, p1)
+            t = nx[i] + nx[j] - 2.0 * G[i, j]
+            K[i, j] = t if (t > 0.0 and i != j) else 0.0
+    if h <= 0.0:
+        h = 1.0
+        if n > 1:
+            buf = np.empty(n * (n - 1) // 2)
+            c = 0
+            for i in range(n):
+                for j in range(i + 1, n):
+                    buf[c] = K[i, j]
+                    c += 1
+            med = np.median(buf)
+            if med <= 0.0:
+                pos = buf[buf > 0.0]
+                med = np.median(pos) if pos.size > 0 else 1.0
+            h = np.sqrt(med) * scale
+    p0 = 1.0 / (2.0 * h * h) if code == RBF else 1.0 / (h * h)
+    for i in prange(n):
+        for j in range(n):
+            k, k1, _ = radial_profile(code, K[i, j], p0, beta)
             K[i, j] = k
             K1[i, j] = k1
-    return K, K1
+    return h
 
 
 @njit(cache=True, parallel=True)
