@@ -15,12 +15,14 @@ settings (and, for :class:`SlicedSVGD`, starting from the learned directions).
 
 import logging
 import sys
+from contextlib import nullcontext
 
 import numpy as np
 from scipy.spatial.distance import pdist
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._numba import numba_threads
 from ._numba.sliced import median_abs_diff_columns
 from ._numba.stein import kernel_params as _kernel_code
 from ._numba.svgd import sliced_svgd_terms, svgd_kernel_matrices
@@ -79,6 +81,15 @@ class _Optimizer:
             step *= self.lr
             return step
         return self.lr * self.adam.step(phi)
+
+
+#: Below this many kernel evaluations an update pass runs on one thread (waking the
+#: thread pool costs more than the work; results are identical either way).
+SERIAL_EVALUATIONS = 2**16
+
+
+def _small_serial(evaluations):
+    return numba_threads(1) if evaluations < SERIAL_EVALUATIONS else nullcontext()
 
 
 def _bandwidth_scale(rule, n):
@@ -287,7 +298,7 @@ def svgd_terms(X, S, kernel, bandwidth="median-log", kernel_params=None):
     code, _, beta = _kernel_code(make_kernel(kernel, 1.0, kernel_params))
     K = np.empty((n, n))
     K1 = np.empty((n, n))
-    with _threads_for(n, n, 8):
+    with _small_serial(n * n * 8):
         svgd_kernel_matrices(code, beta, scale, h, G, nx, K, K1)
     drive = K @ S
     repulse = K1 @ X
@@ -445,7 +456,7 @@ class SlicedSVGD(_ParticleSampler):
         p0 = 1.0 / (2.0 * h * h) if code == 0 else 1.0 / (h * h)
         drive = np.empty_like(U)
         repulse = np.empty_like(U)
-        with _threads_for(U.shape[0], U.shape[0], 8):
+        with _small_serial(U.shape[0] * U.shape[0] * U.shape[1]):
             sliced_svgd_terms(code, p0, p1, U, np.ascontiguousarray(S),
                               np.ascontiguousarray(np.diag(G)), drive, repulse)
         return drive, repulse
