@@ -63,7 +63,7 @@ def main():
     print(f"  SVGD                   {ours * 1e3:7.3f} ms/iter")
     print(f"  NumPy SVGD baseline    {base * 1e3:7.3f} ms/iter   ratio {base / ours:5.2f}x")
     print(f"  SlicedSVGD             {sliced * 1e3:7.3f} ms/iter "
-          "(5 ascent steps every 10 iterations)")
+          "(1 ascent step every 10 iterations)")
     print(f"  SlicedSVGD, fixed G    {frozen * 1e3:7.3f} ms/iter")
 
 
