@@ -318,7 +318,7 @@ class SlicedSVGD(_ParticleSampler):
     Adam steps of maxSKSD-g ascent (exact gradients, warm-started, optimiser state
     kept), using the score already evaluated for the particle update. The
     per-dimension bandwidths are medians of the projections, refreshed every
-    ``bandwidth_every`` iterations and after every direction update.
+    ``bandwidth_every`` iterations (the directions move little between refreshes).
 
     Parameters
     ----------
@@ -330,7 +330,7 @@ class SlicedSVGD(_ParticleSampler):
     kernel : {"rbf", "imq"}, default="rbf"
     bandwidth : {"median-log", "median"} or float, default="median"
         Per-dimension rule on the projections (see :class:`SVGD`), re-estimated
-        every ``bandwidth_every`` iterations and after every direction update.
+        every ``bandwidth_every`` iterations.
     kernel_params : dict, default=None
     init_directions : {"identity", "random"} or array (D, D), default="identity"
         Starting ``G`` (rows are normalised). The identity is optimal for
@@ -449,7 +449,6 @@ class SlicedSVGD(_ParticleSampler):
                 _tangent_unit_rows(grad, G)))
             state["value"] = float(values.sum())
         state["G"] = G
-        state["med"] = None  # the projections changed
 
     def _terms(self, X, S, state, it, rng):
         if it % self.bandwidth_every == 0:
