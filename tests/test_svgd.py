@@ -7,7 +7,7 @@ from sklearn.base import clone
 from skstein import SVGD, SlicedSVGD
 from skstein._numba import numba_threads
 from skstein._numba.stein import kernel_params
-from skstein._numba.svgd import sliced_svgd_terms
+from skstein._numba.svgd import sliced_svgd_terms, sliced_svgd_terms_symmetric
 from skstein.distributions import Gaussian
 from skstein.kernels import IMQ, RBF
 from skstein.svgd import svgd_terms
@@ -60,6 +60,10 @@ def test_sliced_direction_equals_double_loop(kind):
         d1, r1 = np.empty_like(U), np.empty_like(U)
         sliced_svgd_terms(code, p0, -0.5, U, S, np.diag(G).copy(), d1, r1)
     assert np.array_equal(d1, drive) and np.array_equal(r1, repulse)
+    # the serial pass that evaluates each pair once sums in the same order
+    d2, r2 = np.empty_like(U), np.empty_like(U)
+    sliced_svgd_terms_symmetric(code, p0, -0.5, U, S, np.diag(G).copy(), d2, r2)
+    assert np.array_equal(d2, drive) and np.array_equal(r2, repulse)
 
 
 def test_median_rules():
