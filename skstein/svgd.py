@@ -313,7 +313,7 @@ def svgd_terms(X, S, kernel, bandwidth="median-log", kernel_params=None):
     code, _, beta = _kernel_code(make_kernel(kernel, 1.0, kernel_params))
     K = np.empty((n, n))
     K1 = np.empty((n, n))
-    with _small_serial(n * n * 8):
+    with _small_serial(n * n):
         svgd_kernel_matrices(code, beta, scale, h, G, nx, K, K1)
     drive = K @ S
     repulse = K1 @ X

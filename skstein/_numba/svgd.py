@@ -70,10 +70,14 @@ def svgd_kernel_matrices(code, beta, scale, h, G, nx, K, K1):
             h = np.sqrt(med) * scale
     p0 = 1.0 / (2.0 * h * h) if code == RBF else 1.0 / (h * h)
     for i in prange(n):
-        for j in range(n):
+        K[i, i] = 1.0
+        K1[i, i] = radial_profile(code, 0.0, p0, beta)[1]
+        for j in range(i + 1, n):  # symmetric: row i owns (i, j > i) and (j > i, i)
             k, k1, _ = radial_profile(code, K[i, j], p0, beta)
             K[i, j] = k
             K1[i, j] = k1
+            K[j, i] = k
+            K1[j, i] = k1
     return h
 
 
