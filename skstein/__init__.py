@@ -9,9 +9,12 @@ from .discrepancy import ksd, ksd_power_criterion, max_sksd, stein_matrix  # noq
 from .gof import KSDTest, MaxSKSDTest  # noqa: E402
 from .directions import search_directions  # noqa: E402
 from .kernels import IMQ, RBF, median_bandwidth  # noqa: E402
+from .svgd import SVGD, SlicedSVGD  # noqa: E402
 from . import experiments  # noqa: E402
 
 __all__ = [
+    "SVGD",
+    "SlicedSVGD",
     "__version__",
     "distributions",
     "GOFTestResult",

@@ -20,6 +20,7 @@ EXPERIMENTS = {
     "gof-gaussian": "skstein.experiments.gof_gaussian",
     "gof-rbm": "skstein.experiments.gof_rbm",
     "gof-sds": "skstein.experiments.gof_sds",
+    "svgd-variance": "skstein.experiments.svgd_variance",
 }
 
 

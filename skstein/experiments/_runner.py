@@ -22,7 +22,7 @@ from .._numba import numba_threads
 from .._random import as_generator, spawn_seeds
 from .._validation import check_positive_int
 
-__all__ = ["run_trials", "rejection_rate", "RejectionRate", "draw_samples"]
+__all__ = ["run_trials", "run_settings", "rejection_rate", "RejectionRate", "draw_samples"]
 
 
 def _call_trial(trial, seed, args, kwargs, threads):
@@ -151,4 +151,20 @@ def rejection_rate(test, data, n_samples, *, n_trials=100, random_state=None, n_
         pvalues=np.array([o[1] for o in out]),
         statistics=np.array([o[2] for o in out]),
         seconds=np.array([o[3] for o in out]),
+    )
+
+
+def run_settings(fn, settings, *, random_state=None, n_jobs=None, verbose=0, threads_per_trial=1):
+    """Run ``fn(seed, *setting)`` once per setting, in parallel with joblib.
+
+    One seed per setting is spawned from ``random_state`` before dispatch, so results
+    do not depend on ``n_jobs`` or the backend. Returns the results in setting order.
+    """
+    settings = list(settings)
+    seeds = spawn_seeds(random_state, len(settings))
+    if n_jobs == 1:
+        return [fn(seed, *setting) for seed, setting in zip(seeds, settings)]
+    return Parallel(n_jobs=n_jobs, verbose=verbose)(
+        delayed(_call_trial)(fn, seed, tuple(setting), {}, threads_per_trial)
+        for seed, setting in zip(seeds, settings)
     )

@@ -1,0 +1,153 @@
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from skstein import SVGD, SlicedSVGD
+from skstein._numba import numba_threads
+from skstein._numba.stein import kernel_params
+from skstein._numba.svgd import sliced_svgd_terms, sliced_svgd_terms_symmetric
+from skstein.distributions import Gaussian
+from skstein.kernels import IMQ, RBF
+from skstein.svgd import svgd_terms
+
+
+def _particles(n=37, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * 1.5 + 0.3
+    return X, -X + 0.2 * rng.standard_normal((n, d))
+
+
+@pytest.mark.parametrize("kern", [RBF(1.3), IMQ(0.9), IMQ(1.5, beta=-0.3)], ids=repr)
+def test_svgd_direction_equals_double_loop(kern):
+    X, S = _particles()
+    params = {"beta": kern.beta} if kern.name == "imq" else None
+    drive, repulse = svgd_terms(X, S, kern.name, kern.bandwidth, params)
+    n = X.shape[0]
+    ref_d, ref_r = np.zeros_like(X), np.zeros_like(X)
+    for i in range(n):
+        for j in range(n):
+            ref_d[i] += kern(X[j:j + 1], X[i:i + 1])[0, 0] * S[j]
+            ref_r[i] += kern.grad_x(X[j:j + 1], X[i:i + 1])[0, 0]
+    np.testing.assert_allclose(drive, ref_d, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(repulse, ref_r, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["rbf", "imq"])
+def test_sliced_direction_equals_double_loop(kind):
+    X, S = _particles(n=29, d=5)
+    rng = np.random.default_rng(1)
+    G = rng.standard_normal((5, 5))
+    G /= np.linalg.norm(G, axis=1, keepdims=True)
+    U = np.ascontiguousarray(X @ G.T)
+    h = np.array([0.5, 1.0, 1.5, 2.0, 3.0])
+    p0 = 1 / (2 * h * h) if kind == "rbf" else 1 / (h * h)
+    code = 0 if kind == "rbf" else 1
+    drive, repulse = np.empty_like(U), np.empty_like(U)
+    sliced_svgd_terms(code, p0, -0.5, U, S, np.diag(G).copy(), drive, repulse)
+    ref_d, ref_r = np.zeros_like(U), np.zeros_like(U)
+    for d in range(5):
+        k1d = RBF(h[d]) if kind == "rbf" else IMQ(h[d])
+        for i in range(29):
+            for j in range(29):
+                a, b = U[j, d:d + 1][None], U[i, d:d + 1][None]
+                ref_d[i, d] += k1d(a, b)[0, 0] * S[j, d]
+                ref_r[i, d] += G[d, d] * k1d.grad_x(a, b)[0, 0, 0]
+    np.testing.assert_allclose(drive, ref_d, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(repulse, ref_r, rtol=1e-10, atol=1e-12)
+    with numba_threads(1):
+        d1, r1 = np.empty_like(U), np.empty_like(U)
+        sliced_svgd_terms(code, p0, -0.5, U, S, np.diag(G).copy(), d1, r1)
+    assert np.array_equal(d1, drive) and np.array_equal(r1, repulse)
+    # the serial pass that evaluates each pair once sums in the same order
+    d2, r2 = np.empty_like(U), np.empty_like(U)
+    sliced_svgd_terms_symmetric(code, p0, -0.5, U, S, np.diag(G).copy(), d2, r2)
+    assert np.array_equal(d2, drive) and np.array_equal(r2, repulse)
+
+
+def test_median_rules():
+    X, S = _particles(n=30)
+    d = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))[np.triu_indices(30, 1)]
+    med = np.median(d)
+    for rule, h in [("median", med), ("median-log", med / np.sqrt(2 * np.log(31)))]:
+        a = svgd_terms(X, S, "rbf", rule)
+        b = svgd_terms(X, S, "rbf", h)
+        np.testing.assert_allclose(a[0], b[0], rtol=1e-8)
+        np.testing.assert_allclose(a[1], b[1], rtol=1e-8)
+
+
+@pytest.mark.parametrize("cls", [SVGD, SlicedSVGD])
+def test_one_particle_is_gradient_ascent(cls):
+    target = Gaussian(np.array([1.0, -2.0, 0.5]), np.array([0.5, 2.0, 1.0]))
+    x = np.array([[3.0, 0.0, -1.0]])
+    est = cls(target, n_iter=7, step_size=0.1, optimizer="sgd").fit(x)
+    ref = x.copy()
+    for _ in range(7):
+        ref = ref + 0.1 * target.grad_logpdf(ref)
+    np.testing.assert_allclose(est.particles_, ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("cls", [SVGD, SlicedSVGD])
+def test_recovers_a_gaussian_target_in_low_dimension(cls):
+    target = Gaussian(np.array([1.0, -1.0]), np.array([0.5, 2.0]))
+    est = cls(target, n_particles=100, n_iter=800, step_size=0.05, random_state=0).fit()
+    P = est.particles_
+    # stated tolerances: mean within 0.1, variances within 25 %
+    np.testing.assert_allclose(P.mean(0), [1.0, -1.0], atol=0.1)
+    np.testing.assert_allclose(P.var(0), [0.5, 2.0], rtol=0.25)
+    assert est.n_iter_ == 800 and est.history_["iteration"][-1] == 799
+    assert est.history_["discrepancy"][-1] < 0.1 * est.history_["discrepancy"][0]
+
+
+def test_sliced_svgd_keeps_variance_where_svgd_collapses():
+    d = 50
+    target = Gaussian(np.zeros(d))
+    X0 = np.random.default_rng(0).standard_normal((50, d)) * np.sqrt(2) + 2
+    plain = SVGD(target, n_iter=500, step_size=0.05).fit(X0)
+    sliced = SlicedSVGD(target, n_iter=500, step_size=0.05).fit(X0)
+    assert plain.particles_.var(0).mean() < 0.5
+    assert sliced.particles_.var(0).mean() > 0.7
+    assert sliced.directions_.shape == (d, d)
+    np.testing.assert_allclose(np.linalg.norm(sliced.directions_, axis=1), 1.0)
+
+
+@pytest.mark.parametrize("cls", [SVGD, SlicedSVGD])
+def test_reproducible_clone_pickle_and_move(cls):
+    target = Gaussian(np.zeros(3))
+    a = cls(target, n_particles=20, n_iter=30, random_state=4).fit()
+    b = clone(a).fit()
+    assert np.array_equal(a.particles_, b.particles_)
+    c = pickle.loads(pickle.dumps(a))
+    assert np.array_equal(c.particles_, a.particles_)
+    X = np.random.default_rng(1).standard_normal((15, 3)) + 3
+    moved = a.move(X, n_iter=10)
+    assert moved.shape == X.shape and not np.allclose(moved, X)
+    assert np.array_equal(a.particles_, b.particles_)  # state unchanged
+    assert a.score(moved) > a.score(X)
+
+
+def test_validation_errors():
+    target = Gaussian(np.zeros(2))
+    X = np.zeros((5, 2))
+    for kw, err, word in [
+        (dict(step_size=-1.0), ValueError, "step_size"),
+        (dict(n_iter=-1), ValueError, "n_iter"),
+        (dict(optimizer="rmsprop"), ValueError, "optimizer"),
+        (dict(kernel="laplace"), ValueError, "kernel"),
+        (dict(bandwidth="scott"), ValueError, "bandwidth"),
+        (dict(bandwidth=0.0), ValueError, "bandwidth"),
+        (dict(history_every=0), ValueError, "history_every"),
+    ]:
+        with pytest.raises(err, match=word):
+            SVGD(target, **kw).fit(X)
+    with pytest.raises(ValueError, match="init_directions"):
+        SlicedSVGD(target, init_directions=np.ones((3, 3))).fit(X)
+    with pytest.raises(ValueError, match="X0"):
+        SVGD(lambda Y: -Y).fit()
+    with pytest.raises(ValueError, match="dimensions"):
+        SVGD(target).fit(np.zeros((5, 3)))
+    bad = X.copy()
+    bad[0, 0] = np.inf
+    with pytest.raises(ValueError, match="infinity|NaN"):
+        SVGD(target).fit(bad)
