@@ -3,17 +3,24 @@
 __version__ = "0.1.0.dev0"
 
 from . import distributions  # noqa: E402
-from ._result import GOFTestResult  # noqa: E402
+from ._result import GOFTestResult, RelativeTestResult  # noqa: E402
 from ._validation import HeavyTailWarning  # noqa: E402
 from .discrepancy import ksd, ksd_power_criterion, stein_matrix  # noqa: E402
 from .gof import KSDTest  # noqa: E402
 from .kernels import IMQ, RBF, median_bandwidth  # noqa: E402
+from .relative import RelativeKSDTest, RelativeMMDTest, relative_ksd  # noqa: E402
+from . import samplers  # noqa: E402
 from . import experiments  # noqa: E402
 
 __all__ = [
     "__version__",
     "distributions",
     "GOFTestResult",
+    "RelativeTestResult",
+    "RelativeKSDTest",
+    "RelativeMMDTest",
+    "relative_ksd",
+    "samplers",
     "HeavyTailWarning",
     "KSDTest",
     "ksd",

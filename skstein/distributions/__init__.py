@@ -6,7 +6,8 @@ Any object with ``grad_logpdf(X)`` is a model, and so is any callable
 
 from ._base import Distribution
 from .gaussian import Gaussian, gaussian_diffusion
+from .ppca import PPCA
 from .product import Laplace, StudentT
 from .rbm import GaussBernRBM
 
-__all__ = ["Distribution", "Gaussian", "gaussian_diffusion", "Laplace", "StudentT", "GaussBernRBM"]
+__all__ = ["Distribution", "Gaussian", "gaussian_diffusion", "Laplace", "StudentT", "GaussBernRBM", "PPCA"]
