@@ -18,6 +18,8 @@ __all__ = ["run_trials", "rejection_rate", "RejectionRate", "draw_samples", "EXP
 #: name -> module of each reproduction
 EXPERIMENTS = {
     "gof-gaussian": "skstein.experiments.gof_gaussian",
+    "relative-ppca": "skstein.experiments.relative_ppca",
+    "relative-sampler": "skstein.experiments.relative_sampler",
 }
 
 
