@@ -112,6 +112,7 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, c
                 "rejection_rate": rate,
                 "stderr": float(np.sqrt(rate * (1 - rate) / len(out))),
                 "mean_zscore": float(np.mean([trial[k]["zscore"] for trial in out])),
+                "sd_zscore": float(np.std([trial[k]["zscore"] for trial in out])),
             })
     return rows
 
