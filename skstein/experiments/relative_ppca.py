@@ -39,7 +39,7 @@ DELTAS = {"h0": (1.0, 1.0 + 1e-5), "h1": (2.0, 1.0)}
 FULL = dict(ns=(100, 200, 300, 400, 500), n_trials=100, n_posterior_samples=500, burn_in=200)
 QUICK = dict(ns=(100, 300), n_trials=10, n_posterior_samples=100, burn_in=100)
 #: HMC settings of the LKSD-HMC method (about 0.95 acceptance on this posterior).
-HMC_STEP_SIZE, HMC_N_STEPS = 0.05, 10
+HMC_STEP_SIZE, HMC_N_STEPS, HMC_JITTER = 0.05, 10, 0.2
 
 
 def problem(case, dx=100, dz=10, noise_variance=1.0, seed=13):
@@ -67,7 +67,7 @@ def make_test(method, P, Q, n_posterior_samples=500, burn_in=200):
         return RelativeKSDTest(P, Q, kernel="imq", model_score="posterior",
                                n_posterior_samples=n_posterior_samples, burn_in=0)
     if method == "LKSD-HMC":
-        hmc = HMC(step_size=HMC_STEP_SIZE, n_steps=HMC_N_STEPS)
+        hmc = HMC(step_size=HMC_STEP_SIZE, n_steps=HMC_N_STEPS, jitter=HMC_JITTER)
         return RelativeKSDTest(P.with_sampler(hmc), Q.with_sampler(hmc), kernel="imq",
                                model_score="posterior",
                                n_posterior_samples=n_posterior_samples, burn_in=burn_in)

@@ -37,7 +37,7 @@ __all__ = ["run_trial", "run", "plot", "P_STEP_SIZE", "P_INIT", "Q_BURN_IN"]
 #: P's poor MALA: step size far below the posterior's scale, biased start.
 P_STEP_SIZE, P_INIT = 0.02, 3.0
 #: Q's good sampler: HMC, and its burn-in.
-Q_STEP_SIZE, Q_N_STEPS, Q_BURN_IN = 0.05, 10, 200
+Q_STEP_SIZE, Q_N_STEPS, Q_JITTER, Q_BURN_IN = 0.05, 10, 0.2, 200
 
 FULL = dict(n=300, burn_ins=(0, 100, 1000, 3000, 10000), ms=(1, 10, 100, 1000), n_trials=100)
 QUICK = dict(n=300, burn_ins=(0, 100, 1000), ms=(1, 10, 100), n_trials=10)
@@ -73,7 +73,7 @@ def run_trial(seed, n, burn_ins, ms, alpha=0.05):
                            initial_state(P_INIT, n, dz, p_init_rng), p_checks, p_chain_rng)
     # Q: one good HMC chain, Q_BURN_IN discarded, then the first m draws
     q_checks = sorted({Q_BURN_IN} | {Q_BURN_IN + m for m in ms})
-    q_sums = _window_means(HMC(Q_STEP_SIZE, Q_N_STEPS), target,
+    q_sums = _window_means(HMC(Q_STEP_SIZE, Q_N_STEPS, jitter=Q_JITTER), target,
                            initial_state(None, n, dz, q_init_rng), q_checks, q_chain_rng)
     out = []
     for m in ms:
