@@ -413,3 +413,23 @@ def test_relative_mmd_calibrated_at_the_boundary():
 
     rate = _rate(trial, trials, seed=2)
     assert abs(rate - alpha) <= 3 * np.sqrt(alpha * (1 - alpha) / trials)
+
+
+# ---------------------------------------------------------------------------
+# reproductions
+# ---------------------------------------------------------------------------
+def test_relative_experiments_registered_and_reproducible():
+    from skstein.experiments import EXPERIMENTS, relative_ppca, relative_sampler
+
+    assert EXPERIMENTS["relative-ppca"] == "skstein.experiments.relative_ppca"
+    assert EXPERIMENTS["relative-sampler"] == "skstein.experiments.relative_sampler"
+    out = relative_ppca.run_trial(0, "h1", 60, relative_ppca.METHODS, 5, 5)
+    assert [o["method"] for o in out] == list(relative_ppca.METHODS)
+    assert out == relative_ppca.run_trial(0, "h1", 60, relative_ppca.METHODS, 5, 5)
+    out = relative_sampler.run_trial(0, 60, (0, 20), (1, 5))
+    assert [(o["m"], o["burn_in"]) for o in out] == [(1, 0), (1, 20), (5, 0), (5, 20)]
+    assert out == relative_sampler.run_trial(0, 60, (0, 20), (1, 5))
+    with pytest.raises(ValueError, match="case"):
+        relative_ppca.problem("h2")
+    P, Q, R = relative_ppca.problem("h1")
+    assert P.W[0, 0] - R.W[0, 0] == pytest.approx(2.0) and Q.W[0, 0] - R.W[0, 0] == pytest.approx(1.0)

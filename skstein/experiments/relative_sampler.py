@@ -40,7 +40,7 @@ P_STEP_SIZE, P_INIT = 0.02, 3.0
 Q_STEP_SIZE, Q_N_STEPS, Q_JITTER, Q_BURN_IN = 0.05, 10, 0.2, 200
 
 FULL = dict(n=300, burn_ins=(0, 100, 1000, 3000, 10000), ms=(1, 10, 100, 1000), n_trials=100)
-QUICK = dict(n=300, burn_ins=(0, 100, 1000), ms=(1, 10, 100), n_trials=10)
+QUICK = dict(n=300, burn_ins=(0, 100, 1000, 5000), ms=(1, 10, 100), n_trials=10)
 
 
 def _window_means(sampler, target, Z0, checkpoints, rng):
