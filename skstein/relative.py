@@ -34,6 +34,7 @@ Both need only :math:`T` and the row sums, which one Stein-kernel pass per model
 gives (:func:`skstein.discrepancy.stein_sums`); no :math:`n \times n` array is formed.
 """
 
+import inspect
 import warnings
 
 import numpy as np
@@ -145,19 +146,21 @@ def latent_score(model, X, n_posterior_samples=500, burn_in=200, random_state=No
 
         \hat s(x_i) = \frac1m \sum_{j=1}^m \nabla_x \log p(x_i \mid z_{ij}),
 
-    with :math:`z_{ij}` the draws ``burn_in + 1 .. burn_in + m`` returned by
-    ``model.sample_posterior(X, burn_in + m, random_state)``.
+    with :math:`z_{ij}` the ``m`` posterior draws for :math:`x_i` that follow a
+    burn-in of ``burn_in`` draws. A model whose ``sample_posterior`` accepts a
+    ``burn_in`` keyword runs the burn-in itself (without storing it); otherwise
+    ``burn_in + m`` draws are requested and the first ``burn_in`` discarded.
 
     Parameters
     ----------
     model : latent-variable distribution
         With ``grad_logpdf_conditional(X, Z)`` and ``sample_posterior(X, n_samples,
-        random_state)`` (the latter returning an array ``(n_samples, n, latent_dim)``).
+        random_state)`` (returning an array ``(n_samples, n, latent_dim)``).
     X : ndarray of shape (n, d)
     n_posterior_samples : int, default=500
         :math:`m`.
     burn_in : int, default=200
-        Leading draws discarded (for MCMC samplers; exact samplers need none).
+        Draws discarded first (for MCMC samplers; exact samplers need none).
     random_state : None, int or Generator
     name : str
         Name of the model in error messages.
@@ -170,20 +173,37 @@ def latent_score(model, X, n_posterior_samples=500, burn_in=200, random_state=No
     m = check_positive_int(n_posterior_samples, "n_posterior_samples")
     burn_in = check_positive_int(burn_in, "burn_in", minimum=0)
     n = X.shape[0]
-    draws = np.asarray(model.sample_posterior(X, burn_in + m, random_state=random_state))
-    if draws.ndim != 3 or draws.shape[:2] != (burn_in + m, n):
+    if _accepts_keyword(model.sample_posterior, "burn_in"):
+        draws = model.sample_posterior(X, m, random_state=random_state, burn_in=burn_in)
+        first, expected = 0, m
+    else:
+        draws = model.sample_posterior(X, burn_in + m, random_state=random_state)
+        first, expected = burn_in, burn_in + m
+    draws = np.asarray(draws)
+    if draws.ndim != 3 or draws.shape[:2] != (expected, n):
         raise ValueError(
-            f"{name}.sample_posterior(X, {burn_in + m}, ...) returned shape {draws.shape}; "
-            f"expected ({burn_in + m}, {n}, latent_dim)."
+            f"{name}.sample_posterior returned shape {draws.shape}; expected "
+            f"({expected}, {n}, latent_dim)."
         )
     S = np.zeros(X.shape)
-    for j in range(burn_in, burn_in + m):
+    for j in range(first, expected):
         S += model.grad_logpdf_conditional(X, draws[j])
     S /= m
     if S.shape != X.shape or not np.all(np.isfinite(S)):
-        raise ValueError(f"the posterior-averaged score of {name} is not a finite array of shape {X.shape}.")
+        raise ValueError(
+            f"the posterior-averaged score of {name} is not a finite array of shape {X.shape}."
+        )
     warn_heavy_tails(S, name)
     return np.ascontiguousarray(S)
+
+
+def _accepts_keyword(fn, keyword):
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return keyword in params or any(p.kind is inspect.Parameter.VAR_KEYWORD
+                                    for p in params.values())
 
 
 def check_latent_model(model, name="model"):

@@ -259,6 +259,19 @@ def test_lksd_close_to_exact_with_many_draws(ppca_problem):
     assert lksd.reject == exact.reject
 
 
+def test_burn_in_is_run_by_the_sampler(ppca_problem):
+    from skstein.samplers import MALA
+
+    X, P, _ = ppca_problem
+    Pm = P.with_sampler(MALA(step_size=0.3, init=2.0))
+    # the chain after burn_in steps equals the tail of a longer chain from the same seed
+    full = Pm.sample_posterior(X, 15, random_state=0)
+    tail = Pm.sample_posterior(X, 5, random_state=0, burn_in=10)
+    np.testing.assert_array_equal(full[10:], tail)
+    S = latent_score(Pm, X, n_posterior_samples=5, burn_in=10, random_state=0)
+    np.testing.assert_allclose(S, np.mean([P.grad_logpdf_conditional(X, z) for z in tail], axis=0))
+
+
 def test_lksd_with_mcmc_sampler(ppca_problem):
     from skstein.samplers import MALA
 
@@ -285,11 +298,21 @@ def test_auto_uses_posterior_when_no_exact_score(ppca_problem):
         def sample_posterior(self, X, n_samples, random_state=None):
             return self.model.sample_posterior(X, n_samples, random_state)
 
-    a = RelativeKSDTest(LatentOnly(P), LatentOnly(Q), n_posterior_samples=30,
+    a = RelativeKSDTest(LatentOnly(P), LatentOnly(Q), n_posterior_samples=30, burn_in=0,
                         random_state=0).test(X)
-    b = RelativeKSDTest(P, Q, model_score="posterior", n_posterior_samples=30,
+    b = RelativeKSDTest(P, Q, model_score="posterior", n_posterior_samples=30, burn_in=0,
                         random_state=0).test(X)
     assert a == b
+    # without a burn_in keyword, burn_in + m draws are requested and the first dropped
+    calls = []
+
+    class Recording(LatentOnly):
+        def sample_posterior(self, X, n_samples, random_state=None):
+            calls.append(n_samples)
+            return super().sample_posterior(X, n_samples, random_state)
+
+    RelativeKSDTest(Recording(P), Q, n_posterior_samples=30, burn_in=7, random_state=0).test(X)
+    assert calls == [37]
 
 
 # ---------------------------------------------------------------------------

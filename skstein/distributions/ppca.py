@@ -1,5 +1,7 @@
 r"""Probabilistic PCA (and factor analysis), a latent-variable model with exact scores."""
 
+import numbers
+
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
@@ -133,15 +135,18 @@ class PPCA(Distribution):
 
         return target
 
-    def sample_posterior(self, X, n_samples, random_state=None):
+    def sample_posterior(self, X, n_samples, random_state=None, burn_in=0):
         """Draws of :math:`z_i | x_i` for every row of ``X``, shape ``(n_samples, n, latent_dim)``.
 
-        With ``sampler="exact"`` the draws are independent; with an MCMC sampler they
-        are the successive states of one chain per row, started at the sampler's
-        ``init`` (so the first draws are a burn-in the caller may discard).
+        With ``sampler="exact"`` the draws are independent (``burn_in`` is not
+        needed and ignored); with an MCMC sampler they are the successive states of
+        one chain per row, started at the sampler's ``init`` and returned after
+        ``burn_in`` steps.
         """
         X = self._check_X(X)
         n_samples = check_n(n_samples)
+        if isinstance(burn_in, bool) or not isinstance(burn_in, numbers.Integral) or burn_in < 0:
+            raise ValueError(f"burn_in must be a non-negative integer, got {burn_in!r}.")
         rng = as_generator(random_state)
         n, dz = X.shape[0], self.latent_dim
         if isinstance(self.sampler, str):
@@ -155,7 +160,7 @@ class PPCA(Distribution):
 
         init_rng, chain_rng = rng.spawn(2)
         Z0 = initial_state(getattr(self.sampler, "init", None), n, dz, init_rng)
-        return self.sampler.sample(self.posterior_target(X), Z0, n_samples,
+        return self.sampler.sample(self.posterior_target(X), Z0, n_samples, burn_in=burn_in,
                                    random_state=chain_rng)
 
     def with_sampler(self, sampler):
