@@ -42,7 +42,7 @@ class PPCA(Distribution):
         independent samples from the Gaussian posterior; a
         :class:`~skstein.samplers.MALA` or :class:`~skstein.samplers.HMC` runs one
         chain per data point, started at the sampler's ``init`` (the prior when None),
-        and returns the successive states (the caller discards a burn-in).
+        and returns its successive states after ``burn_in`` steps.
 
     Attributes
     ----------
