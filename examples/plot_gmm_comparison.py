@@ -74,7 +74,8 @@ for ax, model, title in ((axes[0], P, "GaussianMixture(2)"), (axes[1], Q, "Gauss
     ax.set_title(f"{title}: held-out log-lik {loglik:.2f}", fontsize="small")
     ax.set_aspect("equal")
 z_test = [RelativeKSDTest(P, Q, bandwidth=b).test(X_test).zscore for b in bandwidths]
-axes[2].semilogx(bandwidths, search.cv_results_["mean_test_score"], "o-", label="selection split (CV)")
+axes[2].semilogx(bandwidths, search.cv_results_["mean_test_score"], "o-",
+                 label="selection split (CV)")
 axes[2].semilogx(bandwidths, z_test, "s--", label="test split")
 axes[2].axhline(1.645, color="grey", lw=0.8, ls=":", label="z_0.95")
 axes[2].axvline(median.bandwidth, color="C3", lw=0.8, label="median heuristic")

@@ -335,7 +335,8 @@ class _RelativeMixin:
             dim = _model_dim(getattr(self, name))
             if dim is not None and n_features is not None and dim != n_features:
                 raise ValueError(
-                    f"X has {n_features} features but {name} is a distribution on {dim} dimensions."
+                    f"X has {n_features} features but {name} is a distribution on {dim} "
+                    "dimensions."
                 )
 
     def _validate_X(self, X, reset):

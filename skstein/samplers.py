@@ -66,7 +66,8 @@ def _evaluate(target, Z):
     lp = np.asarray(lp, dtype=np.float64).reshape(Z.shape[0])
     G = np.ascontiguousarray(G, dtype=np.float64)
     if G.shape != Z.shape:
-        raise ValueError(f"the target returned a gradient of shape {G.shape} for states {Z.shape}.")
+        raise ValueError(
+            f"the target returned a gradient of shape {G.shape} for states {Z.shape}.")
     return lp, G
 
 
@@ -104,7 +105,8 @@ class _Sampler:
         rng = as_generator(random_state)
         Z = np.array(Z0, dtype=np.float64, copy=True, order="C")
         if Z.ndim != 2 or not np.all(np.isfinite(Z)):
-            raise ValueError(f"Z0 must be a finite 2-D array (n_chains, dim), got shape {Z.shape}.")
+            raise ValueError(
+                f"Z0 must be a finite 2-D array (n_chains, dim), got shape {Z.shape}.")
         lp, G = _evaluate(target, Z)
         accepted = np.zeros(Z.shape[0], dtype=np.int64)
         out = np.empty((n_samples,) + Z.shape)

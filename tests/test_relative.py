@@ -455,4 +455,5 @@ def test_relative_experiments_registered_and_reproducible():
     with pytest.raises(ValueError, match="case"):
         relative_ppca.problem("h2")
     P, Q, R = relative_ppca.problem("h1")
-    assert P.W[0, 0] - R.W[0, 0] == pytest.approx(2.0) and Q.W[0, 0] - R.W[0, 0] == pytest.approx(1.0)
+    assert P.W[0, 0] - R.W[0, 0] == pytest.approx(2.0)
+    assert Q.W[0, 0] - R.W[0, 0] == pytest.approx(1.0)

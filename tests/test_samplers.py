@@ -65,7 +65,8 @@ def test_ppca_posterior_invariance_under_mala_and_hmc():
         Z = model.with_sampler(sampler).sample_posterior(X, 150, random_state=7)
         last = Z[-1]
         sd = np.sqrt(np.diag(cov))
-        np.testing.assert_allclose(last.mean(axis=0), mean[0], atol=5 * sd.max() / np.sqrt(3000) + 0.02)
+        np.testing.assert_allclose(last.mean(axis=0), mean[0],
+                                   atol=5 * sd.max() / np.sqrt(3000) + 0.02)
         np.testing.assert_allclose(np.cov(last.T), cov, atol=0.15 * np.abs(cov).max())
 
 

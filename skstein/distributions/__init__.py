@@ -12,5 +12,5 @@ from .ppca import PPCA
 from .product import Laplace, StudentT
 from .rbm import GaussBernRBM
 
-__all__ = ["Distribution", "Gaussian", "gaussian_diffusion", "Laplace", "StudentT", "GaussBernRBM", "PPCA",
-           "GaussianMixture", "AffineTransformed", "from_estimator"]
+__all__ = ["Distribution", "Gaussian", "gaussian_diffusion", "Laplace", "StudentT", "GaussBernRBM",
+           "PPCA", "GaussianMixture", "AffineTransformed", "from_estimator"]

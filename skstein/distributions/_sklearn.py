@@ -114,7 +114,8 @@ def _bayesian_gaussian_mixture(est):
 def _kernel_density(est):
     if est.kernel != "gaussian":
         raise TypeError(
-            f"from_estimator supports KernelDensity with kernel='gaussian' only, got {est.kernel!r}."
+            "from_estimator supports KernelDensity with kernel='gaussian' only, "
+            f"got {est.kernel!r}."
         )
     if est.metric != "euclidean":
         raise TypeError(f"from_estimator supports KernelDensity with the euclidean metric only, "
@@ -163,7 +164,8 @@ def _scaler_affine(step, d):
         return a, b
     if name == "MinMaxScaler":
         if step.clip:
-            raise TypeError("MinMaxScaler(clip=True) is not affine; from_estimator needs clip=False.")
+            raise TypeError(
+                "MinMaxScaler(clip=True) is not affine; from_estimator needs clip=False.")
         return step.scale_, step.min_
     if name == "MaxAbsScaler":
         return 1.0 / step.scale_, zeros
@@ -172,7 +174,8 @@ def _scaler_affine(step, d):
         b = zeros if step.center_ is None else -step.center_ * a
         return a, b
     raise TypeError(
-        f"from_estimator supports Pipelines whose transforming steps are {', '.join(SUPPORTED_SCALERS)}"
+        "from_estimator supports Pipelines whose transforming steps are "
+        f"{', '.join(SUPPORTED_SCALERS)}"
         f" or 'passthrough'; got {name}."
     )
 

@@ -45,7 +45,8 @@ class GaussianMixture(Distribution):
             raise ValueError(f"weights must be {K} non-negative finite numbers, got {weights!r}.")
         if covariance_type not in COVARIANCE_TYPES:
             raise ValueError(
-                f"covariance_type must be one of {list(COVARIANCE_TYPES)}, got {covariance_type!r}."
+                f"covariance_type must be one of {list(COVARIANCE_TYPES)}, "
+                f"got {covariance_type!r}."
             )
         if not np.all(np.isfinite(means)):
             raise ValueError("means must be finite.")

@@ -53,7 +53,8 @@ class PPCA(Distribution):
     def __init__(self, W, noise_variance=1.0, mean=None, sampler="exact"):
         W = np.asarray(W, dtype=np.float64)
         if W.ndim != 2 or not np.all(np.isfinite(W)):
-            raise ValueError(f"W must be a finite 2-D array (dim, latent_dim), got shape {W.shape}.")
+            raise ValueError(
+                f"W must be a finite 2-D array (dim, latent_dim), got shape {W.shape}.")
         self.W = W
         self.dim, self.latent_dim = W.shape
         psi = np.asarray(noise_variance, dtype=np.float64)
@@ -68,7 +69,8 @@ class PPCA(Distribution):
         self._psi = psi
         mean = np.zeros(self.dim) if mean is None else np.asarray(mean, dtype=np.float64)
         if mean.shape != (self.dim,) or not np.all(np.isfinite(mean)):
-            raise ValueError(f"mean must be a finite array of shape ({self.dim},), got {mean.shape}.")
+            raise ValueError(
+                f"mean must be a finite array of shape ({self.dim},), got {mean.shape}.")
         self.mean = mean
         if not (isinstance(sampler, str) and sampler == "exact") and not callable(
             getattr(sampler, "sample", None)
@@ -108,13 +110,16 @@ class PPCA(Distribution):
 
     # -- latent-variable protocol ----------------------------------------------
     def grad_logpdf_conditional(self, X, Z):
-        """:math:`\\nabla_x \\log p(x_i | z_i) = -\\Psi^{-1}(x_i - W z_i - \\mu)`, shape ``(n, dim)``."""
+        """Conditional score :math:`-\\Psi^{-1}(x_i - W z_i - \\mu)` of :math:`p(x_i | z_i)`.
+
+        Returns an array of shape ``(n, dim)``; row ``i`` of ``Z`` is the latent of ``x_i``.
+        """
         X = self._check_X(X)
         Z = self._check_Z(Z, X.shape[0])
         return -(X - self.mean - Z @ self.W.T) / self._psi
 
     def posterior_mean_cov(self, X):
-        """Mean ``(n, latent_dim)`` and covariance ``(latent_dim, latent_dim)`` of :math:`z | x`."""
+        """Posterior mean ``(n, latent_dim)`` and covariance ``(latent_dim, latent_dim)``."""
         X = self._check_X(X)
         cov = cho_solve(self._prec_chol, np.eye(self.latent_dim))
         return cho_solve(self._prec_chol, self._WtPinv @ (X - self.mean).T).T, cov
