@@ -124,11 +124,17 @@ def plot(rows, path):
         return None
     cases = [c for c in CASES if any(r["case"] == c for r in rows)]
     fig, axes = plt.subplots(1, len(cases), figsize=(4.2 * len(cases), 3.4), squeeze=False)
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    ns = sorted({r["n"] for r in rows})
+    # methods often agree; a small horizontal offset and distinct markers keep all visible
+    spread = 0.015 * (ns[-1] - ns[0] if len(ns) > 1 else ns[0])
     for ax, case in zip(axes[0], cases):
-        for method in dict.fromkeys(r["method"] for r in rows):
+        for k, method in enumerate(methods):
             sub = [r for r in rows if r["case"] == case and r["method"] == method]
-            ax.errorbar([r["n"] for r in sub], [r["rejection_rate"] for r in sub],
-                        yerr=[r["stderr"] for r in sub], marker="o", capsize=2, label=method)
+            shift = (k - (len(methods) - 1) / 2) * spread
+            ax.errorbar([r["n"] + shift for r in sub], [r["rejection_rate"] for r in sub],
+                        yerr=[r["stderr"] for r in sub], marker="osD^v<>"[k % 7], capsize=2,
+                        label=method)
         ax.set_title({"h0": "H0: P better (delta_P=1, delta_Q=1+1e-5)",
                       "h1": "H1: Q better (delta_P=2, delta_Q=1)"}[case], fontsize="small")
         ax.set_xlabel("n")
