@@ -125,6 +125,9 @@ def test_far_points_do_not_underflow(data):
     assert np.all(np.isfinite(S))
 
 
+# a few test points fall where a narrow component of the shifted mixture is steep, which
+# the heavy-tail heuristic flags; the scores are Gaussian-tailed in theory
+@pytest.mark.filterwarnings("ignore::skstein.HeavyTailWarning")
 def test_relative_test_between_fitted_models(data):
     perm = np.random.default_rng(1).permutation(data.shape[0])
     train, test = data[perm[:150]], data[perm[150:]]
