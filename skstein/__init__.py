@@ -3,13 +3,15 @@
 __version__ = "0.1.0.dev0"
 
 from . import distributions  # noqa: E402
-from ._result import GOFTestResult  # noqa: E402
+from ._result import GOFTestResult, RelativeTestResult  # noqa: E402
 from ._validation import HeavyTailWarning  # noqa: E402
 from .discrepancy import ksd, ksd_power_criterion, max_sksd, stein_matrix  # noqa: E402
 from .gof import KSDTest, MaxSKSDTest  # noqa: E402
 from .directions import search_directions  # noqa: E402
 from .kernels import IMQ, RBF, median_bandwidth  # noqa: E402
 from .svgd import SVGD, SlicedSVGD  # noqa: E402
+from .relative import RelativeKSDTest, RelativeMMDTest, relative_ksd  # noqa: E402
+from . import samplers  # noqa: E402
 from . import experiments  # noqa: E402
 
 __all__ = [
@@ -18,6 +20,11 @@ __all__ = [
     "__version__",
     "distributions",
     "GOFTestResult",
+    "RelativeTestResult",
+    "RelativeKSDTest",
+    "RelativeMMDTest",
+    "relative_ksd",
+    "samplers",
     "HeavyTailWarning",
     "KSDTest",
     "MaxSKSDTest",

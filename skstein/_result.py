@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["GOFTestResult"]
+__all__ = ["GOFTestResult", "RelativeTestResult"]
 
 
 def _readonly(a):
@@ -58,3 +58,59 @@ class GOFTestResult:
         object.__setattr__(self, "null_distribution", _readonly(self.null_distribution))
         if isinstance(self.bandwidth, np.ndarray):
             object.__setattr__(self, "bandwidth", _readonly(self.bandwidth))
+
+
+@dataclass(frozen=True)
+class RelativeTestResult:
+    """Result of a relative goodness-of-fit test of two models P and Q.
+
+    H0: P fits the data at least as well as Q (``D(P, R) <= D(Q, R)``);
+    H1: Q fits better.
+
+    Attributes
+    ----------
+    statistic : float
+        The difference ``D_n = discrepancy_p - discrepancy_q`` (positive when Q
+        looks closer to the data).
+    pvalue : float
+        ``1 - Phi(zscore)``, in ``[0, 1]``; 1.0 when the variance is degenerate.
+    threshold : float
+        ``sigma / sqrt(n) * z_{1 - alpha}``: H0 is rejected when ``statistic >= threshold``.
+    reject : bool
+        Whether H0 is rejected at level ``alpha`` (Q is the better model).
+    alpha : float
+        Significance level.
+    method : str
+        The test, e.g. ``"relative KSD (imq, jackknife variance)"``.
+    n_samples : int
+        Number of data points.
+    discrepancy_p, discrepancy_q : float
+        The two discrepancy estimates (U-statistics) of the data to P and to Q.
+    sigma : float
+        Estimated asymptotic standard deviation of ``sqrt(n) * statistic``.
+    zscore : float
+        The studentised difference ``sqrt(n) * statistic / sigma`` (0.0 when the
+        variance is degenerate).
+    variance : str
+        The variance estimator (``"jackknife"``, ``"ustat"`` or ``"projection"``).
+    bandwidth : float
+        The kernel bandwidth used for both models.
+    degenerate : bool
+        True when the estimated variance vanished (P and Q indistinguishable on the
+        data); the test then does not reject.
+    """
+
+    statistic: float
+    pvalue: float
+    threshold: float
+    reject: bool
+    alpha: float
+    method: str
+    n_samples: int
+    discrepancy_p: float
+    discrepancy_q: float
+    sigma: float
+    zscore: float
+    variance: str
+    bandwidth: float
+    degenerate: bool = False

@@ -6,7 +6,11 @@ Any object with ``grad_logpdf(X)`` is a model, and so is any callable
 
 from ._base import Distribution
 from .gaussian import Gaussian, gaussian_diffusion
+from ._sklearn import from_estimator
+from .mixture import AffineTransformed, GaussianMixture
+from .ppca import PPCA
 from .product import Laplace, StudentT
 from .rbm import GaussBernRBM
 
-__all__ = ["Distribution", "Gaussian", "gaussian_diffusion", "Laplace", "StudentT", "GaussBernRBM"]
+__all__ = ["Distribution", "Gaussian", "gaussian_diffusion", "Laplace", "StudentT", "GaussBernRBM",
+           "PPCA", "GaussianMixture", "AffineTransformed", "from_estimator"]

@@ -21,6 +21,8 @@ EXPERIMENTS = {
     "gof-rbm": "skstein.experiments.gof_rbm",
     "gof-sds": "skstein.experiments.gof_sds",
     "svgd-variance": "skstein.experiments.svgd_variance",
+    "relative-ppca": "skstein.experiments.relative_ppca",
+    "relative-sampler": "skstein.experiments.relative_sampler",
 }
 
 
