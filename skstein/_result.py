@@ -93,8 +93,9 @@ class RelativeTestResult:
         variance is degenerate).
     variance : str
         The variance estimator (``"jackknife"``, ``"ustat"`` or ``"projection"``).
-    bandwidth : float
-        The kernel bandwidth used for both models.
+    bandwidth : float or ndarray
+        The kernel bandwidth used for both models; for the maxSKSD comparison the
+        per-direction bandwidths of P (row 0) and Q (row 1), read-only.
     degenerate : bool
         True when the estimated variance vanished (P and Q indistinguishable on the
         data); the test then does not reject.
@@ -112,5 +113,9 @@ class RelativeTestResult:
     sigma: float
     zscore: float
     variance: str
-    bandwidth: float
+    bandwidth: object
     degenerate: bool = False
+
+    def __post_init__(self):
+        if isinstance(self.bandwidth, np.ndarray):
+            object.__setattr__(self, "bandwidth", _readonly(self.bandwidth))

@@ -54,7 +54,8 @@ from ._validation import (
     resolve_score,
     warn_heavy_tails,
 )
-from .discrepancy import DEFAULT_MAX_MEMORY, resolve_bandwidth, stein_sums
+from .directions import search_directions
+from .discrepancy import DEFAULT_MAX_MEMORY, resolve_bandwidth, sliced_stein_sums, stein_sums
 from .kernels import KERNELS, RBF, make_kernel
 
 __all__ = [
@@ -70,7 +71,7 @@ __all__ = [
 #: Variance estimators of the relative KSD test.
 VARIANCES = ("jackknife", "ustat")
 #: Discrepancies the relative KSD test accepts.
-DISCREPANCIES = ("ksd",)
+DISCREPANCIES = ("ksd", "maxsksd")
 #: How a model's score is obtained.
 MODEL_SCORES = ("auto", "exact", "posterior")
 
@@ -269,7 +270,7 @@ def _result_from_sums(sums, n, variance, alpha, method, bandwidth):
         sigma=float(sigma),
         zscore=zscore,
         variance=variance,
-        bandwidth=float(bandwidth),
+        bandwidth=bandwidth if isinstance(bandwidth, np.ndarray) else float(bandwidth),
         degenerate=degenerate,
     )
 
@@ -308,8 +309,44 @@ def relative_ksd(X, model_p, model_q, *, kernel="imq", bandwidth="median", kerne
                             _method_name("ksd", kern, variance, post_p or post_q))
 
 
+def _maxsksd_pair_sums(X_te, S_p, S_q, fitted, kernel, kernel_params, max_memory):
+    """Sums of the maxSKSD difference on held-out rows, each model with its directions.
+
+    ``fitted`` is ``((G_p, R_p, h_p), (G_q, R_q, h_q))``; returns the tuple of
+    :func:`_ksd_pair_sums`.
+    """
+    sums = [sliced_stein_sums(X_te, S, G, R, h, kernel=kernel, kernel_params=kernel_params,
+                              max_memory=max_memory)
+            for S, (G, R, h) in zip((S_p, S_q), fitted)]
+    sp, sq = sums
+    scale = max(float(np.mean(np.abs(sp.rowsums))), float(np.mean(np.abs(sq.rowsums))))
+    scale /= X_te.shape[0] - 1
+    return (sp.statistic("u"), sq.statistic("u"), sp.offdiag_sum - sq.offdiag_sum,
+            sp.rowsums - sq.rowsums, scale)
+
+
+def _learn_directions(X, S, est, rng):
+    """(G, R, h) of one model: maxSKSD directions learned on ``X`` with scores ``S``."""
+    res = search_directions(X, _FixedScores(S), variant=est.variant, n_slices=est.n_slices,
+                            kernel=est.kernel, kernel_params=est.kernel_params,
+                            bandwidth=est.bandwidth, random_state=rng)
+    return res.directions, res.slices, res.bandwidth
+
+
+class _FixedScores:
+    """A model whose score at the rows it was built for is already known."""
+
+    def __init__(self, S):
+        self.S = S
+
+    def grad_logpdf(self, X):
+        if X.shape != self.S.shape:
+            raise ValueError("scores were precomputed for another sample.")
+        return self.S
+
+
 def _method_name(discrepancy, kern, variance, latent):
-    name = {"ksd": "KSD"}[discrepancy]
+    name = {"ksd": "KSD", "maxsksd": "maxSKSD"}[discrepancy]
     if latent:
         name = "L" + name
     return f"relative {name} ({kern.name}, {variance} variance)"
@@ -351,6 +388,22 @@ class _RelativeMixin:
         return tags
 
 
+def _check_train_size(train_size):
+    if isinstance(train_size, bool) or not isinstance(train_size, (int, float, np.floating)) \
+            or not 0.0 < float(train_size) < 1.0:
+        raise ValueError(f"train_size must be a float in (0, 1), got {train_size!r}.")
+    return float(train_size)
+
+
+def _train_rows(n, train_size):
+    """Rows of ``n`` used to learn maxSKSD directions (at least 4, leaving at least 4)."""
+    n_train = int(round(_check_train_size(train_size) * n))
+    if n_train < 4 or n - n_train < 4:
+        raise ValueError(f"train_size={train_size} leaves fewer than 4 rows for learning the "
+                         f"directions or for the test (n_samples={n}).")
+    return n_train
+
+
 def _model_dim(model):
     dim = getattr(model, "dim", None)
     if dim is None or callable(dim):
@@ -376,8 +429,13 @@ class RelativeKSDTest(_RelativeMixin, BaseEstimator):
     ----------
     model_p, model_q : distribution, callable or latent-variable model
         The two candidate models. H0 says P is at least as good as Q.
-    discrepancy : {"ksd"}, default="ksd"
-        The discrepancy compared.
+    discrepancy : {"ksd", "maxsksd"}, default="ksd"
+        The discrepancy compared. ``"maxsksd"`` compares the models' maxSKSD (Gong et
+        al. 2021): each model's test directions are learned on a training part of the
+        data (``train_size``, or all of the data given to :meth:`fit`) and the
+        difference is computed on the rest, which keeps the test's power in high
+        dimensions where the KSD's fades. ``bandwidth`` then applies per direction
+        (``"median"``: on the projections).
     kernel : {"imq", "rbf"}, default="imq"
         Base kernel, shared by the two statistics.
     bandwidth : float or "median", default="median"
@@ -400,6 +458,13 @@ class RelativeKSDTest(_RelativeMixin, BaseEstimator):
         Posterior draws per data point for posterior scores.
     burn_in : int, default=200
         Leading posterior draws discarded (MCMC burn-in).
+    variant : {"g", "rg"}, default="g"
+        maxSKSD variant (``discrepancy="maxsksd"`` only), see :class:`skstein.MaxSKSDTest`.
+    n_slices : int, default=None
+        Number of slices for ``variant="rg"``.
+    train_size : float, default=0.2
+        Fraction of the data that learns the directions when :meth:`test` is called
+        on an unfitted maxSKSD test.
     random_state : None, int or numpy.random.Generator, default=None
         Seeds the posterior draws (and the median heuristic's subsample for more
         than 2000 samples).
@@ -412,6 +477,9 @@ class RelativeKSDTest(_RelativeMixin, BaseEstimator):
         The bandwidth resolved by :meth:`fit`.
     kernel_ : RBF or IMQ
         The fitted base kernel.
+    directions_ : tuple
+        With ``discrepancy="maxsksd"``: ``((G_p, R_p, h_p), (G_q, R_q, h_q))``, each
+        model's directions, slices and per-direction bandwidths learned by :meth:`fit`.
     n_features_in_ : int
         Number of features seen in :meth:`fit`.
 
@@ -454,8 +522,8 @@ class RelativeKSDTest(_RelativeMixin, BaseEstimator):
 
     def __init__(self, model_p, model_q, *, discrepancy="ksd", kernel="imq", bandwidth="median",
                  kernel_params=None, variance="jackknife", alpha=0.05, model_score="auto",
-                 n_posterior_samples=500, burn_in=200, random_state=None,
-                 max_memory=DEFAULT_MAX_MEMORY):
+                 n_posterior_samples=500, burn_in=200, variant="g", n_slices=None,
+                 train_size=0.2, random_state=None, max_memory=DEFAULT_MAX_MEMORY):
         self.model_p = model_p
         self.model_q = model_q
         self.discrepancy = discrepancy
@@ -467,11 +535,16 @@ class RelativeKSDTest(_RelativeMixin, BaseEstimator):
         self.model_score = model_score
         self.n_posterior_samples = n_posterior_samples
         self.burn_in = burn_in
+        self.variant = variant
+        self.n_slices = n_slices
+        self.train_size = train_size
         self.random_state = random_state
         self.max_memory = max_memory
 
     def _check_params(self):
         check_choice(self.discrepancy, "discrepancy", DISCREPANCIES)
+        check_choice(self.variant, "variant", ("g", "rg"))
+        _check_train_size(self.train_size)
         check_choice(self.kernel, "kernel", KERNELS)
         check_choice(self.variance, "variance", VARIANCES)
         check_choice(self.model_score, "model_score", MODEL_SCORES)
@@ -501,9 +574,16 @@ class RelativeKSDTest(_RelativeMixin, BaseEstimator):
         """
         self._check_params()
         X = self._validate_X(X, reset=True)
-        bw_rng = as_generator(self.random_state).spawn(1)[0]
-        self.bandwidth_ = resolve_bandwidth(X, self.bandwidth, random_state=bw_rng)
+        rngs = as_generator(self.random_state).spawn(4)
+        self.bandwidth_ = resolve_bandwidth(X, self.bandwidth, random_state=rngs[0])
         self.kernel_ = make_kernel(self.kernel, self.bandwidth_, self.kernel_params)
+        if self.discrepancy == "maxsksd":
+            S_p, _ = _model_score(self.model_p, X, self.model_score, self.n_posterior_samples,
+                                  self.burn_in, rngs[1], "model_p")
+            S_q, _ = _model_score(self.model_q, X, self.model_score, self.n_posterior_samples,
+                                  self.burn_in, rngs[2], "model_q")
+            self.directions_ = tuple(_learn_directions(X, S, self, r)
+                                     for S, r in zip((S_p, S_q), rngs[3].spawn(2)))
         return self
 
     def _scores(self, X):
@@ -527,10 +607,15 @@ class RelativeKSDTest(_RelativeMixin, BaseEstimator):
     def test(self, X):
         """Run the test on ``X``.
 
+        With ``discrepancy="maxsksd"``, unless :meth:`fit` learned the directions,
+        ``X`` is split (``train_size``): each model's directions are learned on the
+        first part and the test runs on the rest.
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Data from the unknown distribution R (at least 3 rows).
+            Data from the unknown distribution R (at least 3 rows; at least 8 for an
+            unfitted maxSKSD test).
 
         Returns
         -------
@@ -538,12 +623,23 @@ class RelativeKSDTest(_RelativeMixin, BaseEstimator):
         """
         X, S_p, S_q, kern, latent = self._scores(X)
         method = _method_name(self.discrepancy, kern, self.variance, latent)
-        # one engine per discrepancy, each returning the sums of _ksd_pair_sums; a
-        # sliced discrepancy learns its directions per model on a training split of X
-        # and computes the sums on the held-out rows
-        sums = _ksd_pair_sums(X, S_p, S_q, kern, self.max_memory)
-        return _result_from_sums(sums, X.shape[0], self.variance, self.alpha, method,
-                                 kern.bandwidth)
+        if self.discrepancy == "ksd":
+            sums = _ksd_pair_sums(X, S_p, S_q, kern, self.max_memory)
+            return _result_from_sums(sums, X.shape[0], self.variance, self.alpha, method,
+                                     kern.bandwidth)
+        fitted = getattr(self, "directions_", None)
+        if fitted is None:
+            rng = as_generator(self.random_state).spawn(4)[3]
+            n_train = _train_rows(X.shape[0], self.train_size)
+            perm = rng.permutation(X.shape[0])
+            tr, te = perm[:n_train], perm[n_train:]
+            fitted = tuple(_learn_directions(X[tr], S[tr], self, r)
+                           for S, r in zip((S_p, S_q), rng.spawn(2)))
+            X, S_p, S_q = X[te], S_p[te], S_q[te]
+        sums = _maxsksd_pair_sums(X, S_p, S_q, fitted, self.kernel, self.kernel_params,
+                                  self.max_memory)
+        bandwidth = np.stack([fitted[0][2], fitted[1][2]])
+        return _result_from_sums(sums, X.shape[0], self.variance, self.alpha, method, bandwidth)
 
     def score(self, X, y=None):
         r"""The studentised difference :math:`\sqrt n\,\hat D_n / \hat\sigma` on ``X``.

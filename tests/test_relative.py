@@ -457,3 +457,70 @@ def test_relative_experiments_registered_and_reproducible():
     P, Q, R = relative_ppca.problem("h1")
     assert P.W[0, 0] - R.W[0, 0] == pytest.approx(2.0)
     assert Q.W[0, 0] - R.W[0, 0] == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------------------
+# the sliced (maxSKSD) relative test
+# ---------------------------------------------------------------------------
+def test_maxsksd_difference_equals_the_functional_statistics():
+    from skstein import max_sksd
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 4))
+    p, q = Gaussian(np.full(4, 0.4)), Gaussian(np.zeros(4), 1.5)
+    test = RelativeKSDTest(p, q, discrepancy="maxsksd", kernel="rbf", random_state=0).fit(X)
+    Y = rng.normal(size=(90, 4))
+    res = test.test(Y)
+    (Gp, Rp, hp), (Gq, Rq, hq) = test.directions_
+    up = max_sksd(Y, p, directions=Gp, slices=Rp, bandwidth=hp)
+    uq = max_sksd(Y, q, directions=Gq, slices=Rq, bandwidth=hq)
+    assert res.discrepancy_p == pytest.approx(up, rel=1e-10)
+    assert res.discrepancy_q == pytest.approx(uq, rel=1e-10)
+    assert res.statistic == pytest.approx(up - uq, rel=1e-9, abs=1e-12)
+    assert res.bandwidth.shape == (2, 4) and not res.bandwidth.flags.writeable
+    assert res.method.startswith("relative maxSKSD")
+
+
+def test_maxsksd_relative_test_keeps_power_in_high_dimension():
+    # R: unit-variance Laplace in 50 dimensions; Q = N(0, I) is closer than P = N(0, 1.3 I)
+    from skstein.distributions import Laplace
+
+    X = Laplace(50).rvs(600, random_state=1)
+    p, q = Gaussian(np.zeros(50), 1.3), Gaussian(np.zeros(50))
+    res = RelativeKSDTest(p, q, discrepancy="maxsksd", random_state=0).test(X)
+    assert res.reject and res.zscore > 5
+    assert not RelativeKSDTest(q, p, discrepancy="maxsksd", random_state=0).test(X).reject
+    with pytest.raises(ValueError, match="train_size"):
+        RelativeKSDTest(p, q, discrepancy="maxsksd", train_size=1.5).test(X)
+    with pytest.raises(ValueError, match="train_size"):
+        RelativeKSDTest(p, q, discrepancy="maxsksd", train_size=0.001).test(X)
+
+
+def test_maxsksd_relative_test_clone_pickle():
+    import pickle
+
+    from sklearn.base import clone
+
+    X = np.random.default_rng(2).normal(size=(80, 3))
+    p, q = Gaussian(np.full(3, 0.5)), Gaussian(np.zeros(3))
+    test = RelativeKSDTest(p, q, discrepancy="maxsksd", random_state=3)
+    a = test.test(X)
+    assert clone(test).test(X).zscore == a.zscore
+    fitted = clone(test).fit(X[:30])
+    again = pickle.loads(pickle.dumps(fitted))
+    assert again.test(X[30:]).zscore == fitted.test(X[30:]).zscore
+
+
+@pytest.mark.slow
+def test_maxsksd_relative_calibrated_at_the_boundary():
+    # P = N(+mu e1, I) and Q = N(-mu e1, I) are equally far from R = N(0, I) by symmetry
+    mu = np.array([0.5, 0.0, 0.0])
+    p, q = Gaussian(mu), Gaussian(-mu)
+    trials, alpha = 200, 0.05
+
+    def trial(rng):
+        X = rng.normal(size=(250, 3))
+        return RelativeKSDTest(p, q, discrepancy="maxsksd", random_state=rng).test(X).reject
+
+    rate = _rate(trial, trials, seed=5)
+    assert abs(rate - alpha) <= 3 * np.sqrt(alpha * (1 - alpha) / trials), rate

@@ -15,9 +15,10 @@ Methods, all with the median-heuristic bandwidth of the data:
 * ``KSD``: :class:`~skstein.RelativeKSDTest` with the exact marginal scores, IMQ kernel;
 * ``LKSD-exact``: the same test with scores averaged over exact posterior draws;
 * ``LKSD-HMC``: scores averaged over HMC draws (one chain per data point, started
-  from the prior, ``burn_in`` discarded).
-
-(The sliced relative test joins once the maxSKSD test exists.)
+  from the prior, ``burn_in`` discarded);
+* ``maxSKSD``: the sliced relative test (``discrepancy="maxsksd"``, exact scores, IMQ
+  kernel): each model's maxSKSD-g directions are learned on 20% of the data and the
+  difference is computed on the other 80%.
 
 Every method of a trial sees the same data set (paired trials).
 """
@@ -34,7 +35,7 @@ from ._runner import draw_samples, run_trials
 __all__ = ["CASES", "METHODS", "problem", "make_test", "run_trial", "run", "plot"]
 
 CASES = ("h0", "h1")
-METHODS = ("MMD", "KSD", "LKSD-exact", "LKSD-HMC")
+METHODS = ("MMD", "KSD", "LKSD-exact", "LKSD-HMC", "maxSKSD")
 DELTAS = {"h0": (1.0, 1.0 + 1e-5), "h1": (2.0, 1.0)}
 FULL = dict(ns=(100, 200, 300, 400, 500), n_trials=100, n_posterior_samples=500, burn_in=200)
 QUICK = dict(ns=(100, 300), n_trials=10, n_posterior_samples=100, burn_in=100)
@@ -71,6 +72,8 @@ def make_test(method, P, Q, n_posterior_samples=500, burn_in=200):
         return RelativeKSDTest(P.with_sampler(hmc), Q.with_sampler(hmc), kernel="imq",
                                model_score="posterior",
                                n_posterior_samples=n_posterior_samples, burn_in=burn_in)
+    if method == "maxSKSD":
+        return RelativeKSDTest(P, Q, discrepancy="maxsksd", kernel="imq", model_score="exact")
     raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
 
 
