@@ -182,8 +182,9 @@ def test_grid_search_over_bandwidth():
     "params, match",
     [
         ({"variance": "bootstrap"}, "variance"),
-        ({"discrepancy": "maxsksd"}, "discrepancy"),
         ({"discrepancy": "mmd"}, "discrepancy"),
+        ({"discrepancy": "maxsksd", "variant": "r"}, "variant"),
+        ({"discrepancy": "maxsksd", "train_size": 0.0}, "train_size"),
         ({"kernel": "laplace"}, "kernel"),
         ({"alpha": 1.5}, "alpha"),
         ({"model_score": "sampled"}, "model_score"),
