@@ -141,17 +141,22 @@ def warn_heavy_tails(S, name="model"):
     Uses the Hill estimator of the tail index of ``||s_p(x_i)||^2`` over the top
     ``sqrt(n)`` order statistics (at least 10, only for ``n >= 100``). An index below
     1 means ``E ||s_p(x)||^2`` is infinite, so the moment condition of the KSD fails;
-    the warning fires below 0.75, a margin for the estimator's noise. Measured over
-    300 seeded samples each: no warning for Gaussian or Laplace data under a Gaussian
-    model at n = 100 to 2000 (at most 1%), a warning for 86-99% of Cauchy samples.
+    the warning fires below 0.75, a margin for the estimator's noise, and only when
+    the largest squared norm is more than a tenth of their sum (a single point
+    dominates, as it does under an infinite mean; a cluster of large but finite-tailed
+    scores, e.g. on a steep mixture component, does not). Measured over 300 seeded
+    samples each: no warning for Gaussian or Laplace data under a Gaussian model at
+    n = 100 to 2000 (at most 1%), a warning for 85-99% of Cauchy samples.
     """
-    alpha = tail_index(np.einsum("ij,ij->i", S, S))
-    if alpha < 0.75:
+    sq = np.einsum("ij,ij->i", S, S)
+    alpha = tail_index(sq)
+    if alpha < 0.75 and sq.max() > 0.1 * sq.sum():
         warnings.warn(
             f"the squared norms of the scores of {name} on X have an estimated tail index of "
-            f"{alpha:.2f}, i.e. E||grad log p(x)||^2 looks infinite under the data. The "
-            "kernel Stein discrepancy needs this moment to be finite; the statistic and its "
-            "p-value are dominated by a few extreme points and are not reliable.",
+            f"{alpha:.2f} and the largest is over a tenth of their sum: E||grad log p(x)||^2 "
+            "may be infinite under the data, and in this sample a few extreme points "
+            "dominate. The kernel Stein discrepancy needs this moment to be finite; the "
+            "statistic and its p-value may not be reliable.",
             HeavyTailWarning,
             stacklevel=3,
         )

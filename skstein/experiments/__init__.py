@@ -30,7 +30,8 @@ def reproduce(name, *, out_dir="skstein_results", quick=False, n_trials=None, n_
               random_state=0, verbose=0):
     """Run the experiment ``name``; write ``<out_dir>/<name>.csv`` and ``.png``.
 
-    Returns ``(rows, csv_path, png_path)``; ``png_path`` is None without matplotlib.
+    Returns ``(rows, csv_path, png_path, seconds)``; ``png_path`` is None without
+    matplotlib.
     """
     if name not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {name!r}; choose from {sorted(EXPERIMENTS)}.")
