@@ -5,7 +5,7 @@ from numba import njit, prange
 
 
 @njit(cache=True, parallel=True)
-def gauss_bernoulli_gibbs(X, B, b, c, U, E):
+def gauss_bernoulli_gibbs(X, B, BT, b, c, U, E):
     r"""Run ``U.shape[0]`` block-Gibbs sweeps on every chain (row of ``X``), in place.
 
     One sweep: :math:`h_k = +1` with probability :math:`\sigma(2 a_k)`,
@@ -15,7 +15,7 @@ def gauss_bernoulli_gibbs(X, B, b, c, U, E):
     ----------
     X : float64 (n, dx)
         Current visible states, overwritten.
-    B : float64 (dx, dh); b : (dx,); c : (dh,)
+    B : float64 (dx, dh); BT : its transpose, C-contiguous (dh, dx); b : (dx,); c : (dh,)
     U : float64 (steps, n, dh)
         Uniform(0, 1) draws for the hidden units.
     E : float64 (steps, n, dx)
@@ -27,14 +27,18 @@ def gauss_bernoulli_gibbs(X, B, b, c, U, E):
     for i in prange(n):
         h = np.empty(dh)
         for t in range(steps):
+            xi = X[i]
             for k in range(dh):
-                a = c[k]
+                bk = BT[k]
+                a = 0.0
                 for d in range(dx):
-                    a += 0.5 * X[i, d] * B[d, k]
+                    a += xi[d] * bk[d]
+                a = c[k] + 0.5 * a
                 h[k] = 1.0 if U[t, i, k] * (1.0 + np.exp(-2.0 * a)) < 1.0 else -1.0
             for d in range(dx):
-                m = b[d]
+                bd = B[d]
+                m = 0.0
                 for k in range(dh):
-                    m += 0.5 * B[d, k] * h[k]
-                X[i, d] = m + E[t, i, d]
+                    m += bd[k] * h[k]
+                X[i, d] = b[d] + 0.5 * m + E[t, i, d]
     return X

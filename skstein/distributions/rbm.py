@@ -83,12 +83,13 @@ class GaussBernRBM(Distribution):
         dx, dh = self.B.shape
         h0 = rng.integers(0, 2, size=(n, dh)) * 2.0 - 1.0
         X = self.b + 0.5 * h0 @ self.B.T + rng.standard_normal((n, dx))
+        BT = np.ascontiguousarray(self.B.T)
         done = 0
         while done < self.burn_in:
             steps = min(chunk, self.burn_in - done)
             U = rng.random((steps, n, dh))
             E = rng.standard_normal((steps, n, dx))
-            gauss_bernoulli_gibbs(X, self.B, self.b, self.c, U, E)
+            gauss_bernoulli_gibbs(X, self.B, BT, self.b, self.c, U, E)
             done += steps
         return X
 
