@@ -485,7 +485,7 @@ def max_sksd(X, model, *, directions=None, slices=None, kernel="rbf", bandwidth=
         Also return the per-pair values (they sum to the statistic) and the bandwidths.
     random_state : None, int or Generator
         Only for the median heuristic's subsample.
-    max_memory : int, default=256 MiB
+    max_memory : int, default=64 MiB
 
     Returns
     -------

@@ -310,7 +310,7 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
     alpha : float, default=0.05
     random_state : None, int or numpy.random.Generator, default=None
         Seeds the split, the direction search and the bootstrap.
-    max_memory : int, default=256 MiB
+    max_memory : int, default=64 MiB
         Memory budget for the ``N x N`` Stein matrix of the bootstrap; beyond it the
         matrix is recomputed by row blocks (same results).
 

@@ -468,7 +468,7 @@ class RelativeKSDTest(_RelativeMixin, BaseEstimator):
     random_state : None, int or numpy.random.Generator, default=None
         Seeds the posterior draws (and the median heuristic's subsample for more
         than 2000 samples).
-    max_memory : int, default=256 MiB
+    max_memory : int, default=64 MiB
         Memory budget in bytes for the Stein-kernel temporaries.
 
     Attributes
