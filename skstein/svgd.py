@@ -13,14 +13,12 @@ one depends on all others), so the image of a point is not a function of that po
 settings (and, for :class:`SlicedSVGD`, starting from the learned directions).
 """
 
-import logging
 import sys
 from contextlib import nullcontext
 
 import numba
 
 import numpy as np
-from scipy.spatial.distance import pdist
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -42,8 +40,6 @@ from .directions import _Adam, _tangent_unit_rows, _unit_rows
 from .kernels import KERNELS, make_kernel, median_bandwidth
 
 __all__ = ["SVGD", "SlicedSVGD"]
-
-logger = logging.getLogger(__name__)
 
 OPTIMIZERS = ("sgd", "adagrad", "adam")
 BANDWIDTHS = ("median", "median-log")

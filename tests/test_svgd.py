@@ -6,7 +6,6 @@ from sklearn.base import clone
 
 from skstein import SVGD, SlicedSVGD
 from skstein._numba import numba_threads
-from skstein._numba.stein import kernel_params
 from skstein._numba.svgd import sliced_svgd_terms, sliced_svgd_terms_symmetric
 from skstein.distributions import Gaussian
 from skstein.kernels import IMQ, RBF

@@ -71,6 +71,13 @@ def run_trials(trial, n_trials, *, args=(), kwargs=None, random_state=None, n_jo
     )
 
 
+def rate_summary(rejects):
+    """``{"rejection_rate", "stderr"}`` of per-trial decisions (binomial standard error)."""
+    rejects = np.asarray(rejects, dtype=float)
+    rate = float(rejects.mean())
+    return {"rejection_rate": rate, "stderr": float(np.sqrt(rate * (1 - rate) / rejects.size))}
+
+
 def draw_samples(data, n, seed):
     """Draw ``n`` rows from ``data`` (a distribution with ``rvs`` or a callable ``(n, rng)``)."""
     rng = as_generator(seed)
@@ -142,12 +149,12 @@ def rejection_rate(test, data, n_samples, *, n_trials=100, random_state=None, n_
     out = run_trials(_rejection_trial, n_trials, args=(test, data, n_samples),
                      random_state=random_state, n_jobs=n_jobs, verbose=verbose)
     reject = np.array([o[0] for o in out], dtype=bool)
-    rate = float(reject.mean())
+    summary = rate_summary(reject)
     return RejectionRate(
-        rate=rate,
+        rate=summary["rejection_rate"],
         n_trials=len(out),
         n_rejections=int(reject.sum()),
-        stderr=float(np.sqrt(rate * (1 - rate) / len(out))),
+        stderr=summary["stderr"],
         pvalues=np.array([o[1] for o in out]),
         statistics=np.array([o[2] for o in out]),
         seconds=np.array([o[3] for o in out]),

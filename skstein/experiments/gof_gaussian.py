@@ -25,7 +25,7 @@ from .._random import spawn_seeds
 from ..distributions import Gaussian, Laplace, StudentT, gaussian_diffusion
 from ..gof import KSDTest, MaxSKSDTest
 from ._output import pyplot
-from ._runner import draw_samples, run_trials
+from ._runner import draw_samples, rate_summary, run_trials
 
 __all__ = ["CASES", "setting", "make_test", "run_trial", "run", "plot"]
 
@@ -98,15 +98,13 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, c
             out = run_trials(run_trial, cfg["n_trials"],
                              args=(case, dim, method, cfg["n_samples"], cfg["n_bootstrap"]),
                              random_state=root, n_jobs=n_jobs, verbose=verbose)
-            rate = float(np.mean([o["reject"] for o in out]))
             rows.append({
                 "case": case,
                 "dim": dim,
                 "method": method,
                 "n_samples": cfg["n_samples"],
                 "n_trials": cfg["n_trials"],
-                "rejection_rate": rate,
-                "stderr": float(np.sqrt(rate * (1 - rate) / cfg["n_trials"])),
+                **rate_summary([o["reject"] for o in out]),
                 "mean_discrepancy": float(np.mean([o["statistic"] for o in out])),
                 "median_seconds": float(np.median([o["seconds"] for o in out])),
             })

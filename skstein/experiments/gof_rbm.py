@@ -23,7 +23,7 @@ from .._random import spawn_seeds
 from ..distributions import GaussBernRBM
 from ..gof import KSDTest, MaxSKSDTest
 from ._output import pyplot
-from ._runner import run_trials
+from ._runner import rate_summary, run_trials
 
 __all__ = ["SIGMAS", "METHODS", "rbm_pair", "make_test", "run_trial", "run", "plot"]
 
@@ -88,15 +88,12 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, s
         out = run_trials(run_trial, cfg["n_trials"], args=(sigma, cfg, tuple(methods)),
                          random_state=root, n_jobs=n_jobs, verbose=verbose)
         for method in methods:
-            reject = np.array([o[method][0] for o in out], dtype=float)
-            rate = float(reject.mean())
             rows.append({
                 "sigma": sigma,
                 "method": method,
                 "n_samples": cfg["n_samples"],
                 "n_trials": cfg["n_trials"],
-                "rejection_rate": rate,
-                "stderr": float(np.sqrt(rate * (1 - rate) / cfg["n_trials"])),
+                **rate_summary([o[method][0] for o in out]),
                 "mean_discrepancy": float(np.mean([o[method][1] for o in out])),
                 "median_seconds": float(np.median([o[method][2] for o in out])),
             })

@@ -17,7 +17,7 @@ import numpy as np
 from .._random import spawn_seeds
 from ..distributions import Gaussian
 from ._output import pyplot
-from ._runner import draw_samples, run_trials
+from ._runner import draw_samples, rate_summary, run_trials
 from .gof_gaussian import make_test
 
 __all__ = ["KINDS", "METHODS", "setting", "run_trial", "run", "plot"]
@@ -69,7 +69,6 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, m
         out = run_trials(run_trial, cfg["n_trials"], args=(kind, shift, cfg, tuple(methods)),
                          random_state=root, n_jobs=n_jobs, verbose=verbose)
         for method in methods:
-            rate = float(np.mean([o[method][0] for o in out]))
             rows.append({
                 "kind": kind,
                 "shift": shift,
@@ -77,8 +76,7 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, m
                 "dim": cfg["dim"],
                 "n_samples": cfg["n_samples"],
                 "n_trials": cfg["n_trials"],
-                "rejection_rate": rate,
-                "stderr": float(np.sqrt(rate * (1 - rate) / cfg["n_trials"])),
+                **rate_summary([o[method][0] for o in out]),
                 "mean_discrepancy": float(np.mean([o[method][1] for o in out])),
                 "median_seconds": float(np.median([o[method][2] for o in out])),
             })

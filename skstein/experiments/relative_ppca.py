@@ -30,7 +30,7 @@ from ..distributions import PPCA
 from ..relative import RelativeKSDTest, RelativeMMDTest
 from ..samplers import HMC
 from ._output import pyplot
-from ._runner import draw_samples, run_trials
+from ._runner import draw_samples, rate_summary, run_trials
 
 __all__ = ["CASES", "METHODS", "problem", "make_test", "run_trial", "run", "plot"]
 
@@ -108,12 +108,9 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, c
                                cfg["burn_in"]),
                          random_state=root, n_jobs=n_jobs, verbose=verbose)
         for k, method in enumerate(methods):
-            rej = np.array([trial[k]["reject"] for trial in out], dtype=float)
-            rate = float(rej.mean())
             rows.append({
                 "case": case, "n": n, "method": method, "n_trials": len(out),
-                "rejection_rate": rate,
-                "stderr": float(np.sqrt(rate * (1 - rate) / len(out))),
+                **rate_summary([trial[k]["reject"] for trial in out]),
                 "mean_zscore": float(np.mean([trial[k]["zscore"] for trial in out])),
                 "sd_zscore": float(np.std([trial[k]["zscore"] for trial in out])),
             })

@@ -29,7 +29,7 @@ from ..kernels import make_kernel
 from ..relative import _relative_result
 from ..samplers import HMC, MALA, initial_state
 from ._output import pyplot
-from ._runner import draw_samples, run_trials
+from ._runner import draw_samples, rate_summary, run_trials
 from .relative_ppca import problem
 
 __all__ = ["run_trial", "run", "plot", "P_STEP_SIZE", "P_INIT", "Q_BURN_IN"]
@@ -98,12 +98,10 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0):
                      random_state=random_state, n_jobs=n_jobs, verbose=verbose)
     rows = []
     for k, first in enumerate(out[0]):
-        rej = np.array([trial[k]["reject"] for trial in out], dtype=float)
-        rate = float(rej.mean())
         rows.append({
             "m": first["m"], "burn_in": first["burn_in"], "n": cfg["n"],
             "n_trials": len(out), "p_step_size": P_STEP_SIZE, "p_init": P_INIT,
-            "rejection_rate": rate, "stderr": float(np.sqrt(rate * (1 - rate) / len(out))),
+            **rate_summary([trial[k]["reject"] for trial in out]),
             "mean_zscore": float(np.mean([trial[k]["zscore"] for trial in out])),
             "sd_zscore": float(np.std([trial[k]["zscore"] for trial in out])),
         })
