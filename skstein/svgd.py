@@ -17,7 +17,6 @@ import sys
 from contextlib import nullcontext
 
 import numba
-
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
