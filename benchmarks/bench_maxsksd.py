@@ -9,7 +9,9 @@ KSD test on all 1000 points (a baseline measured in the same process) and for th
 maxSKSD-g test whose search starts from random directions (100 steps), the peak
 memory of the test (``tracemalloc`` peak of one call, and the process's peak RSS
 measured in a fresh subprocess that runs only the test), and pair-evaluations per
-second per core of the sliced passes with 1 and all numba threads.
+second per core of the sliced passes with 1 and all numba threads. Last, the
+``gof-rbm`` maxSKSD-rg protocol (D = 50, 50 free slices): the median time of one
+``partial_fit`` step on 200 Gibbs states, 500 of them, and the test on 800 points.
 
 Run::
 
@@ -110,6 +112,30 @@ def bench_pass(dim, repeats):
     return out
 
 
+def bench_stream(repeats):
+    """The ``gof-rbm`` maxSKSD-rg protocol: partial_fit steps on 200 Gibbs states, then a test."""
+    from skstein.experiments.gof_rbm import make_test, rbm_pair
+
+    p, q = rbm_pair(0.01, 50, 40, seed=0, burn_in=2000)
+    batches = list(q.gibbs_chains(200, 60, random_state=1))
+    X = q.rvs(800, random_state=2)
+    test = make_test("maxSKSD-rg", p, 1000).set_params(random_state=0)
+    test.partial_fit(batches[0])  # compile
+    step_times = []
+    for batch in batches[1:]:
+        t0 = time.perf_counter()
+        test.partial_fit(batch)
+        step_times.append(time.perf_counter() - t0)
+    test.test(X)
+    t_test, _ = _median_time(lambda: test.test(X), repeats)
+    step = float(np.median(step_times))
+    return {
+        "rbm_rg_partial_fit_median_ms": 1e3 * step,
+        "rbm_rg_500_steps_s": 500 * step,
+        "rbm_rg_test_800_median_s": t_test,
+    }
+
+
 def peak_rss_subprocess(dim, n):
     """Peak RSS (MB) of a fresh process that imports skstein and runs two tests."""
     code = f"""
@@ -142,6 +168,7 @@ def main(argv=None):
               "cpu_count": os.cpu_count()}
     report.update(bench_test(args.dim, args.n, args.repeats))
     report["sliced_pass"] = bench_pass(args.dim, args.repeats)
+    report.update(bench_stream(args.repeats))
     report.update(peak_rss_subprocess(args.dim, args.n))
     print(json.dumps(report, indent=2))
     return report

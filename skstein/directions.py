@@ -33,8 +33,14 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ._random import as_generator
-from ._validation import check_choice, check_positive_float, check_positive_int, check_samples
-from ._validation import evaluate_score
+from ._validation import (
+    check_bool,
+    check_choice,
+    check_positive_float,
+    check_positive_int,
+    check_samples,
+    evaluate_score,
+)
 from .discrepancy import (
     check_directions,
     resolve_sliced_bandwidth,
@@ -109,6 +115,39 @@ def _initial(init, variant, m, d, rng):
     raise ValueError(f"init must be 'identity', 'random' or an array, got {init!r}.")
 
 
+def _n_pairs(variant, n_slices, d):
+    """Number of (slice, direction) pairs: ``d`` for "g", ``n_slices`` (default min(d, 10))."""
+    if variant == "g":
+        if n_slices is not None and n_slices != d:
+            raise ValueError(f"n_slices must be None or {d} (n_features) for variant='g', "
+                             f"got {n_slices!r}.")
+        return d
+    m = min(d, 10) if n_slices is None else check_positive_int(n_slices, "n_slices")
+    if m > d:
+        raise ValueError(f"n_slices must be at most n_features={d}, got {m}.")
+    return m
+
+
+def _first_start(init, variant, m, d, rng, orthogonal_slices=True):
+    """(G0, R0) from ``init``: "identity", "random", an array G0 or a tuple (G0, R0)."""
+    if isinstance(init, str):
+        check_choice(init, "init", ("identity", "random"))
+        return _initial(init, variant, m, d, rng)
+    if isinstance(init, tuple):
+        if len(init) != 2:
+            raise ValueError("init as a tuple must be (G0, R0).")
+        G0 = check_directions(init[0], "init", d, m)
+        R0 = check_directions(init[1], "init", d, m)
+    else:
+        G0 = check_directions(init, "init", d, m)
+        R0 = np.eye(d) if variant == "g" else G0.copy()
+    if variant == "g" and not np.array_equal(R0, np.eye(d)):
+        raise ValueError("maxSKSD-g uses the coordinate axes as slices; give init as G0 only.")
+    if variant == "rg" and orthogonal_slices:
+        R0 = _orthonormal_rows(R0)
+    return G0, R0
+
+
 class _Adam:
     def __init__(self, shape, beta1=0.9, beta2=0.999, eps=1e-8):
         self.m = np.zeros(shape)
@@ -136,15 +175,38 @@ def _tangent_stiefel(grad, R):
     return grad - 0.5 * (A + A.T) @ R
 
 
+def _ascent_step(G, R, gG, gR, opt_g, opt_r, rate, orthogonal_slices=True):
+    """One projected ascent step of ``G`` (and of ``R`` when ``gR`` is given).
+
+    The Euclidean gradients are projected onto the tangent space of the constraint
+    (unit-norm rows; orthonormal rows for ``R`` when ``orthogonal_slices``), passed
+    through Adam when an optimiser state is given, and the step is mapped back.
+    """
+    tg = _tangent_unit_rows(gG, G)
+    step = opt_g.step(tg) if opt_g is not None else tg
+    G = _unit_rows(G + rate * step)
+    if gR is not None:
+        if orthogonal_slices:
+            tr = _tangent_stiefel(gR, R)
+            step = opt_r.step(tr) if opt_r is not None else tr
+            R = _orthonormal_rows(R + rate * step)
+        else:
+            tr = _tangent_unit_rows(gR, R)
+            step = opt_r.step(tr) if opt_r is not None else tr
+            R = _unit_rows(R + rate * step)
+    return G, R
+
+
 def _ascend(X, S, G, R, variant, bandwidth, kernel, kernel_params, optimizer, lr, schedule,
-            max_iter, tol, patience, bandwidth_every, rng, Xv=None, Sv=None, batch_size=None):
+            max_iter, tol, patience, bandwidth_every, rng, Xv=None, Sv=None, batch_size=None,
+            orthogonal_slices=True):
     """One restart. Returns ((objective, G, R, h), n_iter, history).
 
     Without a validation sample the best iterate by training objective is kept. With
-    one (``Xv``, ``Sv``) the held-out objective decides. For maxSKSD-g the pairs do
-    not interact, so each direction ``g_k`` keeps the iterate whose held-out ``S_k``
-    was highest (early stopping per direction); for maxSKSD-rg the slices are tied
-    by orthonormality, so whole iterates are compared. The plateau rule watches the
+    one (``Xv``, ``Sv``) the held-out objective decides. When the pairs do not
+    interact (maxSKSD-g, or -rg with free slices) each pair keeps the iterate whose
+    held-out ``S_k`` was highest (early stopping per pair); orthonormal slices are
+    tied together, so whole iterates are compared. The plateau rule watches the
     selected objective.
     """
     learn_r = variant == "rg"
@@ -168,11 +230,13 @@ def _ascend(X, S, G, R, variant, bandwidth, kernel, kernel_params, optimizer, lr
         else:
             Xb, Sb = X, S
         values, gG, gR = sliced_value_and_grad(Xb, Sb, G, R, h, grad_slices=learn_r, **kw)
+        if not learn_r:
+            gR = None
         if Xv is not None:
             sel = sliced_stein_sums(Xv, Sv, G, R, h, **kw).pair_statistics("u")
         else:
             sel = values
-        if learn_r:
+        if learn_r and orthogonal_slices:
             better = np.full(sel.shape, sel.sum() > best_val.sum())
         else:
             better = sel > best_val
@@ -188,13 +252,7 @@ def _ascend(X, S, G, R, variant, bandwidth, kernel, kernel_params, optimizer, lr
         if it == max_iter or since_best >= patience:
             break
         rate = lr if schedule == "constant" else 0.5 * lr * (1 + np.cos(np.pi * it / max_iter))
-        tg = _tangent_unit_rows(gG, G)
-        step = opt_g.step(tg) if opt_g is not None else tg
-        G = _unit_rows(G + rate * step)
-        if learn_r:
-            tr = _tangent_stiefel(gR, R)
-            step = opt_r.step(tr) if opt_r is not None else tr
-            R = _orthonormal_rows(R + rate * step)
+        G, R = _ascent_step(G, R, gG, gR, opt_g, opt_r, rate, orthogonal_slices)
         n_iter += 1
     return (best_total, bG, bR, bh), n_iter, np.array(history)
 
@@ -203,7 +261,7 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
                       bandwidth="median", init="identity", optimizer="adam", learning_rate=0.01,
                       schedule="cosine", max_iter=20, tol=1e-3, patience=10, n_restarts=1,
                       bandwidth_every=10, validation_fraction=0.25, batch_size=None,
-                      random_state=None):
+                      orthogonal_slices=True, random_state=None):
     """Learn maxSKSD directions (and slices) on the training sample ``X``.
 
     Parameters
@@ -254,6 +312,12 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
         Points per gradient step: ``None`` uses the whole training part (exact
         full-batch gradients); an int draws a fresh random minibatch each step, for
         large training samples (e.g. pseudo-samples collected during an MCMC burn-in).
+    orthogonal_slices : bool, default=True
+        For ``"rg"``: keep the slices orthonormal (a partial orthonormal basis, the
+        setting of the paper's theory), or only unit-norm (``False``), so that each
+        pair ascends on its own and several slices may turn to the same informative
+        direction, as in the authors' experiments. Either way the test is valid when
+        the directions are learned on data disjoint from the tested sample.
     random_state : None, int or Generator
         Random initialisations and the median heuristic's subsample.
 
@@ -285,20 +349,13 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
         raise ValueError(f"tol must be a non-negative float, got {tol!r}.")
     X = check_samples(X)
     d = X.shape[1]
-    if variant == "g":
-        if n_slices is not None and n_slices != d:
-            raise ValueError(f"n_slices must be None or {d} (n_features) for variant='g', "
-                             f"got {n_slices!r}.")
-        m = d
-    else:
-        m = min(d, 10) if n_slices is None else check_positive_int(n_slices, "n_slices")
-        if m > d:
-            raise ValueError(f"n_slices must be at most n_features={d}, got {m}.")
+    m = _n_pairs(variant, n_slices, d)
     if (isinstance(validation_fraction, bool) or not isinstance(validation_fraction, numbers.Real)
             or not 0.0 <= validation_fraction < 1.0):
         raise ValueError(f"validation_fraction must be in [0, 1), got {validation_fraction!r}.")
     if batch_size is not None:
         batch_size = check_positive_int(batch_size, "batch_size", minimum=2)
+    orthogonal_slices = check_bool(orthogonal_slices, "orthogonal_slices")
     rng = as_generator(random_state)
     S = evaluate_score(model, X)
     Xv = Sv = None
@@ -311,24 +368,7 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
         Xv, Sv = X[perm[:n_val]], S[perm[:n_val]]
         X, S = X[perm[n_val:]], S[perm[n_val:]]
 
-    starts = []
-    if isinstance(init, str):
-        check_choice(init, "init", ("identity", "random"))
-        starts.append(_initial(init, variant, m, d, rng))
-    else:
-        if isinstance(init, tuple):
-            if len(init) != 2:
-                raise ValueError("init as a tuple must be (G0, R0).")
-            G0 = check_directions(init[0], "init", d, m)
-            R0 = _orthonormal_rows(check_directions(init[1], "init", d, m))
-        else:
-            G0 = check_directions(init, "init", d, m)
-            R0 = np.eye(d) if variant == "g" else G0.copy()
-        if variant == "g" and not np.array_equal(R0, np.eye(d)):
-            raise ValueError("maxSKSD-g uses the coordinate axes as slices; give init as G0 only.")
-        if variant == "rg":
-            R0 = _orthonormal_rows(R0)
-        starts.append((G0, R0))
+    starts = [_first_start(init, variant, m, d, rng, orthogonal_slices)]
     for _ in range(n_restarts - 1):
         starts.append(_initial("random", variant, m, d, rng))
     if isinstance(bandwidth, str):
@@ -345,7 +385,8 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
         for G0, R0 in starts:
             (obj, G, R, h), n_iter, history = _ascend(
                 X, S, G0, R0, variant, bandwidth, kernel, kernel_params, optimizer, lr,
-                schedule, max_iter, tol, patience, bandwidth_every, rng, Xv, Sv, batch_size)
+                schedule, max_iter, tol, patience, bandwidth_every, rng, Xv, Sv, batch_size,
+                orthogonal_slices)
             total_iter += n_iter
             if best is None or obj > best[0]:
                 best = (obj, G, R, h, history)

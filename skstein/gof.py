@@ -7,24 +7,37 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
 
 from ._bootstrap import BOOTSTRAPS, bootstrap_null, bootstrap_pvalue, bootstrap_threshold
 from ._random import as_generator
 from ._result import GOFTestResult
 from ._validation import (
     check_alpha,
+    check_bool,
     check_choice,
+    check_positive_float,
     check_positive_int,
     check_samples,
     evaluate_score,
     resolve_score,
 )
-from .directions import search_directions
+from .directions import (
+    OPTIMIZERS,
+    VARIANTS,
+    _Adam,
+    _ascent_step,
+    _first_start,
+    _n_pairs,
+    search_directions,
+)
 from .discrepancy import (
     DEFAULT_MAX_MEMORY,
     resolve_bandwidth,
+    resolve_sliced_bandwidth,
     sliced_stein_row_blocks,
     sliced_stein_sums,
+    sliced_value_and_grad,
     stein_row_blocks,
     stein_sums,
 )
@@ -268,6 +281,8 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
     (:func:`skstein.directions.search_directions`); :meth:`test` then runs the
     bootstrap test on a *different* sample. When not fitted, :meth:`test` splits
     its input: ``train_size`` of it learns the directions, the rest is tested.
+    :meth:`partial_fit` trains instead on a stream of batches, one ascent step per
+    batch, for when fresh samples are cheap (e.g. MCMC chains during burn-in).
 
     Parameters
     ----------
@@ -301,6 +316,12 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
         Part of the training sample used to select the iterate of each pair.
     batch_size : int, default=None
         Minibatch size of the ascent (``None``: exact full-batch gradients).
+    orthogonal_slices : bool, default=True
+        For ``"rg"``: keep the learned slices orthonormal, or (``False``) only of
+        unit norm, so that each pair ascends on its own and several slices may turn
+        to the same informative direction (as in the paper's RBM experiment). With
+        ``n_slices = n_features`` orthonormal slices span every direction, so only
+        free slices can concentrate on a few.
     train_size : float or int, default=0.2
         Part of the sample that :meth:`test` uses to learn directions when the test
         is not fitted (fraction in (0, 1) or a number of samples).
@@ -323,7 +344,8 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
     bandwidth_ : ndarray of shape (m,)
         Per-pair bandwidths.
     n_iter_ : int
-        Ascent steps taken by the search.
+        Ascent steps taken by :meth:`fit`'s search, or by :meth:`partial_fit`
+        calls since the first.
     n_features_in_ : int
 
     See Also
@@ -350,9 +372,9 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
     def __init__(self, model, *, variant="g", n_slices=None, kernel="rbf", bandwidth="median",
                  kernel_params=None, init="identity", optimizer="adam", learning_rate=0.01,
                  schedule="cosine", max_iter=20, tol=1e-3, patience=10, n_restarts=1,
-                 validation_fraction=0.25, batch_size=None, train_size=0.2, statistic="u",
-                 bootstrap="multinomial", n_bootstrap=1000, alpha=0.05, random_state=None,
-                 max_memory=DEFAULT_MAX_MEMORY):
+                 validation_fraction=0.25, batch_size=None, orthogonal_slices=True,
+                 train_size=0.2, statistic="u", bootstrap="multinomial", n_bootstrap=1000,
+                 alpha=0.05, random_state=None, max_memory=DEFAULT_MAX_MEMORY):
         self.model = model
         self.variant = variant
         self.n_slices = n_slices
@@ -369,6 +391,7 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
         self.n_restarts = n_restarts
         self.validation_fraction = validation_fraction
         self.batch_size = batch_size
+        self.orthogonal_slices = orthogonal_slices
         self.train_size = train_size
         self.statistic = statistic
         self.bootstrap = bootstrap
@@ -385,7 +408,7 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
             schedule=self.schedule, max_iter=self.max_iter, tol=self.tol,
             patience=self.patience, n_restarts=self.n_restarts,
             validation_fraction=self.validation_fraction, batch_size=self.batch_size,
-            random_state=rng)
+            orthogonal_slices=self.orthogonal_slices, random_state=rng)
 
     def fit(self, X, y=None):
         """Learn the test directions (and slices) on the training sample ``X``.
@@ -406,6 +429,80 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
         self.slices_ = res.slices
         self.bandwidth_ = res.bandwidth
         self.n_iter_ = res.n_iter
+        self._ascent = None
+        return self
+
+    def partial_fit(self, X, y=None):
+        """One ascent step of the directions (and slices) on the batch ``X``.
+
+        Streaming training for when fresh samples are cheap and one training sample
+        is not enough: e.g. the states of MCMC chains during their burn-in, or a
+        data stream. Each call evaluates the exact gradient of the sliced KSD
+        U-statistic on ``X`` and takes one Adam (or plain) step of size
+        ``learning_rate``, projected onto the constraint as in
+        :func:`~skstein.directions.search_directions`; the optimiser state carries
+        over between calls. The first call starts from ``init`` (or from the
+        directions of an earlier :meth:`fit`). ``max_iter``, ``schedule``,
+        ``tol``, ``patience``, ``n_restarts``, ``validation_fraction`` and
+        ``batch_size`` apply to :meth:`fit` only.
+
+        With ``bandwidth="median"`` each step uses the median heuristic of the
+        previous batch's projections, and ``bandwidth_`` is re-estimated on the
+        current batch after the step, so it always belongs to ``directions_``.
+
+        Test afterwards on samples that no batch contained.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The batch (at least 2 samples).
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        self._check_common_params()
+        check_choice(self.variant, "variant", VARIANTS)
+        check_choice(self.optimizer, "optimizer", OPTIMIZERS)
+        lr = check_positive_float(self.learning_rate, "learning_rate")
+        orthogonal = check_bool(self.orthogonal_slices, "orthogonal_slices")
+        state = getattr(self, "_ascent", None)
+        fitted = _is_fitted(self)
+        X = self._validate_X(X, reset=not fitted)
+        median = isinstance(self.bandwidth, str)
+        if state is None:
+            d = X.shape[1]
+            m = _n_pairs(self.variant, self.n_slices, d)
+            rng = as_generator(self.random_state)
+            if fitted:
+                G, R = self.directions_, self.slices_
+            else:
+                G, R = _first_start(self.init, self.variant, m, d, rng, orthogonal)
+            h = resolve_sliced_bandwidth(X @ G.T if median else np.empty((0, m)),
+                                         self.bandwidth, random_state=rng)
+            adam = self.optimizer == "adam"
+            state = {
+                "rng": rng,
+                "opt_g": _Adam(G.shape) if adam else None,
+                "opt_r": _Adam(R.shape) if adam and self.variant == "rg" else None,
+            }
+            self.n_iter_ = 0
+        else:
+            G, R, h = self.directions_, self.slices_, self.bandwidth_
+        S = evaluate_score(self.model, X, "model")
+        learn_r = self.variant == "rg"
+        with threadpool_limits(limits=1, user_api="blas"):
+            _, gG, gR = sliced_value_and_grad(X, S, G, R, h, kernel=self.kernel,
+                                              kernel_params=self.kernel_params,
+                                              grad_slices=learn_r)
+            G, R = _ascent_step(G, R, gG, gR if learn_r else None, state["opt_g"],
+                                state["opt_r"], lr, orthogonal)
+        if median:
+            h = resolve_sliced_bandwidth(X @ G.T, "median", random_state=state["rng"])
+        self.directions_, self.slices_, self.bandwidth_ = G, R, h
+        self.n_iter_ += 1
+        self._ascent = state
         return self
 
     def _split(self, X, rng):

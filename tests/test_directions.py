@@ -133,8 +133,33 @@ def test_array_init():
     np.testing.assert_allclose(res.slices, R0)
 
 
+def test_free_slices_turn_to_the_same_direction():
+    # the score difference lies along v: free slices both turn towards v, while
+    # orthonormal slices share it (sum of (r_k . v)^2 is at most 1)
+    d = 5
+    v = np.array([1.0, 1.0, 0.0, 0.0, 0.0]) / np.sqrt(2)
+    X = np.random.default_rng(5).standard_normal((400, d)) + 0.8 * v
+    kw = dict(variant="rg", n_slices=2, init="identity", max_iter=150, learning_rate=0.05,
+              schedule="constant", patience=150, validation_fraction=0.0, random_state=0)
+    free = search_directions(X, Gaussian(np.zeros(d)), orthogonal_slices=False, **kw)
+    ortho = search_directions(X, Gaussian(np.zeros(d)), **kw)
+    np.testing.assert_allclose(np.linalg.norm(free.slices, axis=1), 1.0)
+    assert np.all(np.abs(free.slices @ v) > 0.9)
+    np.testing.assert_allclose(ortho.slices @ ortho.slices.T, np.eye(2), atol=1e-10)
+    assert free.objective > 1.3 * ortho.objective
+
+
+def test_free_slices_keep_a_user_start():
+    X = np.random.default_rng(4).standard_normal((60, 3))
+    R0 = np.array([[1.0, 0.0, 0.0], [1.0, 1.0, 0.0]])
+    res = search_directions(X, Gaussian(np.zeros(3)), variant="rg", n_slices=2,
+                            init=(R0, R0), max_iter=0, orthogonal_slices=False)
+    np.testing.assert_allclose(res.slices, _unit_rows(R0))
+
+
 @pytest.mark.parametrize("kwargs,match", [
     (dict(variant="x"), "variant"),
+    (dict(variant="rg", orthogonal_slices="no"), "orthogonal_slices"),
     (dict(optimizer="sgd"), "optimizer"),
     (dict(schedule="step"), "schedule"),
     (dict(learning_rate=0.0), "learning_rate"),

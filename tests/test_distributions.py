@@ -90,6 +90,18 @@ def test_rbm_samples_do_not_depend_on_threads_and_pass_a_ksd_test():
     assert KSDTest(rbm, n_bootstrap=500, random_state=0).test(a).pvalue > 0.01
 
 
+def test_rbm_gibbs_chains_are_the_burn_in_of_rvs():
+    # sweep k of gibbs_chains is rvs with burn_in=k, drawn one sweep at a time
+    rbm = _rbm(dx=5, dh=3, burn_in=7)
+    states = list(rbm.gibbs_chains(20, 7, random_state=2))
+    assert len(states) == 7 and all(S.shape == (20, 5) for S in states)
+    np.testing.assert_array_equal(states[-1], rbm.rvs(20, random_state=2, chunk=1))
+    assert not np.shares_memory(states[0], states[1])
+    assert not np.array_equal(states[0], states[1])
+    with pytest.raises(ValueError, match="n_sweeps"):
+        rbm.gibbs_chains(20, -1)
+
+
 def test_distribution_validation():
     with pytest.raises(ValueError, match="cov"):
         Gaussian(np.zeros(2), np.array([1.0, -1.0]))

@@ -24,6 +24,21 @@ def test_gof_rbm_rows_and_pair():
     rows = gof_rbm.run(quick=True, n_trials=1, n_jobs=1, sigmas=(0.02,),
                        methods=("KSD", "maxSKSD-rg"))
     assert [r["method"] for r in rows] == ["KSD", "maxSKSD-rg"]
+    assert [r["n_samples"] for r in rows] == [400, 320]
+
+
+def test_gof_rbm_trains_on_burn_in_states():
+    # a trial with all three methods (directions trained on Gibbs burn-in states)
+    cfg = dict(gof_rbm.QUICK, dx=6, dh=3, n_samples=60, n_test=40, burn_in=20,
+               train_chains=30, train_steps=15, n_bootstrap=50)
+    out = gof_rbm.run_trial(0, 0.5, cfg, gof_rbm.METHODS)
+    again = gof_rbm.run_trial(0, 0.5, cfg, gof_rbm.METHODS)
+    assert set(out) == set(gof_rbm.METHODS)
+    # same seed, same decisions and statistics (the third entry is a time)
+    assert all(out[m][:2] == again[m][:2] for m in out)
+    p, _ = gof_rbm.rbm_pair(0.5, 6, 3, seed=0, burn_in=20)
+    test = gof_rbm.make_test("maxSKSD-rg", p, 50)
+    assert test.orthogonal_slices is False and test.n_slices == 6
 
 
 def test_gof_gaussian_paired_methods():

@@ -8,6 +8,8 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
 from skstein import GOFTestResult, KSDTest, MaxSKSDTest, max_sksd
+from skstein.directions import _Adam, _ascent_step, _first_start
+from skstein.discrepancy import resolve_sliced_bandwidth, sliced_value_and_grad
 from skstein.distributions import Gaussian, Laplace, gaussian_diffusion
 from skstein.experiments import rejection_rate
 
@@ -142,3 +144,95 @@ def test_power_where_ksd_fails():
     ksd = rejection_rate(KSDTest(model, n_bootstrap=200), data, n, n_trials=trials,
                          random_state=1, n_jobs=1)
     assert ksd.rate <= 0.5
+
+
+def _stream(d=4, shift=0.0, n_batches=3, n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    mean = np.zeros(d)
+    mean[0] = shift
+    return [rng.standard_normal((n, d)) + mean for _ in range(n_batches)]
+
+
+@pytest.mark.parametrize("variant,orthogonal", [("g", True), ("rg", True), ("rg", False)])
+def test_partial_fit_steps_match_a_manual_ascent(variant, orthogonal):
+    # two partial_fit calls = two projected Adam steps with the previous batch's
+    # median bandwidths, written out with the building blocks
+    d, lr = 4, 0.05
+    model = Gaussian(np.zeros(d))
+    batches = _stream(d, shift=0.7)
+    test = MaxSKSDTest(model, variant=variant, n_slices=None if variant == "g" else 2,
+                       init="random", learning_rate=lr, orthogonal_slices=orthogonal,
+                       random_state=3)
+    for X in batches[:2]:
+        test.partial_fit(X)
+    # replay from the same random start
+    rng = np.random.default_rng(3)
+    G, R = _first_start("random", variant, test.directions_.shape[0], d, rng, orthogonal)
+    opt_g, opt_r = _Adam(G.shape), (_Adam(R.shape) if variant == "rg" else None)
+    h = resolve_sliced_bandwidth(batches[0] @ G.T, "median")
+    for X in batches[:2]:
+        _, gG, gR = sliced_value_and_grad(X, -X, G, R, h, grad_slices=variant == "rg")
+        G, R = _ascent_step(G, R, gG, gR if variant == "rg" else None, opt_g, opt_r, lr,
+                            orthogonal)
+        h = resolve_sliced_bandwidth(X @ G.T, "median")
+    np.testing.assert_allclose(test.directions_, G, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(test.slices_, R, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(test.bandwidth_, h, rtol=1e-12)
+    assert test.n_iter_ == 2
+    np.testing.assert_allclose(np.linalg.norm(test.directions_, axis=1), 1.0)
+    if variant == "rg" and orthogonal:
+        np.testing.assert_allclose(test.slices_ @ test.slices_.T, np.eye(2), atol=1e-10)
+
+
+def test_partial_fit_on_a_stream_finds_the_shifted_axis():
+    # mean shifted along e_1 in 10-D: streaming steps turn a random slice towards it
+    # and the held-out discrepancy grows far beyond the random start's
+    d = 10
+    model = Gaussian(np.zeros(d))
+    batches = _stream(d, shift=0.5, n_batches=150, n=100, seed=1)
+    X_test = _stream(d, shift=0.5, n_batches=1, n=400, seed=2)[0]
+    test = MaxSKSDTest(model, variant="rg", n_slices=1, init="random", learning_rate=0.02,
+                       random_state=0)
+    start = clone(test).partial_fit(batches[0])
+    for X in batches:
+        test.partial_fit(X)
+    assert test.n_iter_ == 150
+    assert abs(test.slices_[0, 0]) > 0.9
+    assert test.discrepancy(X_test) > 3 * start.discrepancy(X_test)
+    assert test.test(X_test).reject
+
+
+def test_partial_fit_warm_starts_from_fit_and_fit_resets():
+    model = Gaussian(np.zeros(3))
+    X = np.random.default_rng(0).standard_normal((80, 3))
+    fitted = MaxSKSDTest(model, variant="rg", n_slices=2, init="random", max_iter=5,
+                         random_state=0).fit(X)
+    G = fitted.directions_.copy()
+    fitted.partial_fit(X)
+    assert fitted.n_iter_ == 1
+    assert np.max(np.abs(fitted.directions_ - G)) < 0.05  # one small step from G
+    fitted.fit(X)
+    np.testing.assert_array_equal(fitted.directions_, G)
+    fitted.partial_fit(X)
+    assert fitted.n_iter_ == 1  # a fresh optimiser after fit
+
+
+def test_partial_fit_reproducible_and_validated():
+    model = Gaussian(np.zeros(3))
+    batches = _stream(3)
+    a, b = (MaxSKSDTest(model, init="random", random_state=5) for _ in range(2))
+    for X in batches:
+        a.partial_fit(X)
+        b.partial_fit(X)
+    np.testing.assert_array_equal(a.directions_, b.directions_)
+    np.testing.assert_array_equal(a.bandwidth_, b.bandwidth_)
+    with pytest.raises(ValueError, match="features"):
+        a.partial_fit(np.zeros((10, 4)))
+    with pytest.raises(TypeError, match="orthogonal_slices"):
+        MaxSKSDTest(model, orthogonal_slices="no").partial_fit(batches[0])
+    with pytest.raises(ValueError, match="learning_rate"):
+        MaxSKSDTest(model, learning_rate=0.0).partial_fit(batches[0])
+    with pytest.raises(ValueError, match="bandwidth"):
+        MaxSKSDTest(model, bandwidth="scott").partial_fit(batches[0])
+    fixed = MaxSKSDTest(model, bandwidth=0.7).partial_fit(batches[0])
+    np.testing.assert_array_equal(fixed.bandwidth_, np.full(3, 0.7))

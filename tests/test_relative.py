@@ -460,6 +460,25 @@ def test_relative_experiments_registered_and_reproducible():
     assert Q.W[0, 0] - R.W[0, 0] == pytest.approx(1.0)
 
 
+def test_relative_ppca_tie_case_is_a_mirror_image():
+    # h0-tie: R is invariant under swapping x_1 and x_2 and Q is P swapped, so the
+    # relative statistic on X equals minus the statistic on the swapped X
+    from skstein.experiments import relative_ppca
+
+    P, Q, R = relative_ppca.problem("h0-tie")
+    swap = np.arange(100)
+    swap[[0, 1]] = [1, 0]
+    np.testing.assert_array_equal(R.W[swap], R.W)
+    np.testing.assert_array_equal(Q.W, P.W[swap])
+    X = R.rvs(80, random_state=0)
+    np.testing.assert_allclose(Q.grad_logpdf(X[:, swap]), P.grad_logpdf(X)[:, swap],
+                               rtol=1e-12, atol=1e-12)
+    test = RelativeKSDTest(P, Q, kernel="imq")
+    a, b = test.test(X), test.test(X[:, swap])
+    assert a.discrepancy_p == pytest.approx(b.discrepancy_q, rel=1e-10)
+    assert a.statistic == pytest.approx(-b.statistic, rel=1e-8)
+
+
 # ---------------------------------------------------------------------------
 # the sliced (maxSKSD) relative test
 # ---------------------------------------------------------------------------

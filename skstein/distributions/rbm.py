@@ -72,6 +72,11 @@ class GaussBernRBM(Distribution):
         A = self._activation(X)
         return X @ self.b - 0.5 * np.sum(X * X, axis=1) + np.sum(np.logaddexp(A, -A), axis=1)
 
+    def _start(self, n, rng):
+        """Chain starts: random hidden signs, then one draw of the visibles."""
+        h0 = rng.integers(0, 2, size=(n, self.B.shape[1])) * 2.0 - 1.0
+        return self.b + 0.5 * h0 @ self.B.T + rng.standard_normal((n, self.B.shape[0]))
+
     def rvs(self, n, random_state=None, *, chunk=100):
         """Draw ``n`` samples from ``n`` independent block-Gibbs chains after ``burn_in`` sweeps.
 
@@ -81,8 +86,7 @@ class GaussBernRBM(Distribution):
         n = check_n(n)
         rng = as_generator(random_state)
         dx, dh = self.B.shape
-        h0 = rng.integers(0, 2, size=(n, dh)) * 2.0 - 1.0
-        X = self.b + 0.5 * h0 @ self.B.T + rng.standard_normal((n, dx))
+        X = self._start(n, rng)
         BT = np.ascontiguousarray(self.B.T)
         done = 0
         while done < self.burn_in:
@@ -92,6 +96,36 @@ class GaussBernRBM(Distribution):
             gauss_bernoulli_gibbs(X, self.B, BT, self.b, self.c, U, E)
             done += steps
         return X
+
+    def gibbs_chains(self, n, n_sweeps, random_state=None):
+        """Iterate over the states of ``n`` block-Gibbs chains, one sweep at a time.
+
+        The chains start as in :meth:`rvs` (``burn_in`` is not applied) and the
+        iterator yields a copy of the ``(n, dx)`` state after each of ``n_sweeps``
+        sweeps: the burn-in states, for training on pseudo-samples as in
+        ``MaxSKSDTest.partial_fit``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skstein.distributions import GaussBernRBM
+        >>> rbm = GaussBernRBM(np.ones((3, 2)), np.zeros(3), np.zeros(2))
+        >>> [X.shape for X in rbm.gibbs_chains(4, 2, random_state=0)]
+        [(4, 3), (4, 3)]
+        """
+        n = check_n(n)
+        n_sweeps = check_positive_int(n_sweeps, "n_sweeps", minimum=0)
+        return self._sweeps(n, n_sweeps, as_generator(random_state))
+
+    def _sweeps(self, n, n_sweeps, rng):
+        dx, dh = self.B.shape
+        X = self._start(n, rng)
+        BT = np.ascontiguousarray(self.B.T)
+        for _ in range(n_sweeps):
+            U = rng.random((1, n, dh))
+            E = rng.standard_normal((1, n, dx))
+            gauss_bernoulli_gibbs(X, self.B, BT, self.b, self.c, U, E)
+            yield X.copy()
 
     def __repr__(self):
         return f"GaussBernRBM(dx={self.B.shape[0]}, dh={self.B.shape[1]}, burn_in={self.burn_in})"
