@@ -11,9 +11,10 @@ Protocol (training and test samples disjoint), after the paper's RBM setting: ea
 trial draws ``n_samples`` (1000) points from q after ``burn_in`` sweeps, and KSD is
 computed on all of them. maxSKSD-g and maxSKSD-rg learn their directions on
 pseudo-samples from a *separate* set of ``train_chains`` (200) Gibbs chains of q
-during their first ``train_steps`` (500) sweeps, one ``MaxSKSDTest.partial_fit``
-step per sweep (the paper trains on 200 such chains over a 2000-sweep burn-in),
-and are tested on the first 800 of the ``n_samples`` points. maxSKSD-rg uses 50
+during their first ``train_steps`` (1500) sweeps, one ``MaxSKSDTest.partial_fit``
+step (Adam, step size 0.0015) per sweep; the paper trains on 200 such chains over a
+2000-sweep burn-in with step size 0.001. Both are then tested on the first 800
+of the ``n_samples`` points. maxSKSD-rg uses 50
 unit-norm slices started at the axes and free to turn towards the same direction
 (``orthogonal_slices=False``, as in the authors' experiments). A training sample
 of a fixed 200 points is not enough here: the directions then fit its noise.
@@ -34,9 +35,11 @@ __all__ = ["SIGMAS", "METHODS", "rbm_pair", "make_test", "run_trial", "run", "pl
 SIGMAS = (0.0, 0.005, 0.01, 0.015, 0.02)
 METHODS = ("KSD", "maxSKSD-g", "maxSKSD-rg")
 FULL = dict(sigmas=SIGMAS, dx=50, dh=40, n_samples=1000, n_test=800, n_trials=100,
-            n_bootstrap=1000, burn_in=2000, train_chains=200, train_steps=500)
+            n_bootstrap=1000, burn_in=2000, train_chains=200, train_steps=1500,
+            learning_rate=0.0015)
 QUICK = dict(sigmas=(0.0, 0.02), dx=50, dh=40, n_samples=400, n_test=320, n_trials=6,
-             n_bootstrap=300, burn_in=300, train_chains=100, train_steps=100)
+             n_bootstrap=300, burn_in=300, train_chains=100, train_steps=100,
+             learning_rate=0.01)
 
 
 def rbm_pair(sigma, dx, dh, seed, burn_in):
@@ -49,15 +52,16 @@ def rbm_pair(sigma, dx, dh, seed, burn_in):
     return GaussBernRBM(B, b, c, burn_in=burn_in), GaussBernRBM(Bq, b, c, burn_in=burn_in)
 
 
-def make_test(method, model, n_bootstrap):
+def make_test(method, model, n_bootstrap, learning_rate=FULL["learning_rate"]):
     """The test called ``method`` with the experiment's settings."""
     if method == "KSD":
         return KSDTest(model, kernel="rbf", bandwidth="median", n_bootstrap=n_bootstrap)
     if method == "maxSKSD-g":
-        return MaxSKSDTest(model, variant="g", learning_rate=0.004, n_bootstrap=n_bootstrap)
+        return MaxSKSDTest(model, variant="g", learning_rate=learning_rate,
+                           n_bootstrap=n_bootstrap)
     if method == "maxSKSD-rg":
         return MaxSKSDTest(model, variant="rg", n_slices=model.dim, init="identity",
-                           orthogonal_slices=False, learning_rate=0.004,
+                           orthogonal_slices=False, learning_rate=learning_rate,
                            n_bootstrap=n_bootstrap)
     raise ValueError(f"unknown method {method!r}; choose from {METHODS}.")
 
@@ -71,8 +75,8 @@ def run_trial(seed, sigma, cfg, methods):
     model_seed, data_seed, train_seed, test_seed = spawn_seeds(np.random.SeedSequence(seed), 4)
     p, q = rbm_pair(sigma, cfg["dx"], cfg["dh"], model_seed, cfg["burn_in"])
     X = q.rvs(cfg["n_samples"], random_state=data_seed)
-    tests = {m: make_test(m, p, cfg["n_bootstrap"]).set_params(random_state=test_seed)
-             for m in methods}
+    tests = {m: make_test(m, p, cfg["n_bootstrap"], cfg["learning_rate"])
+             .set_params(random_state=test_seed) for m in methods}
     seconds = dict.fromkeys(methods, 0.0)
     learned = [m for m in methods if m != "KSD"]
     if learned:
