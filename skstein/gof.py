@@ -312,6 +312,10 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
     tol : float, default=1e-3
     patience : int, default=10
     n_restarts : int, default=1
+    bandwidth_every : int, default=10
+        With ``bandwidth="median"``: steps between re-estimates of the bandwidths
+        during the ascent (:meth:`fit`) or :meth:`partial_fit` calls between
+        re-estimates on the current batch.
     validation_fraction : float, default=0.25
         Part of the training sample used to select the iterate of each pair.
     batch_size : int, default=None
@@ -372,8 +376,8 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
     def __init__(self, model, *, variant="g", n_slices=None, kernel="rbf", bandwidth="median",
                  kernel_params=None, init="identity", optimizer="adam", learning_rate=0.01,
                  schedule="cosine", max_iter=20, tol=1e-3, patience=10, n_restarts=1,
-                 validation_fraction=0.25, batch_size=None, orthogonal_slices=True,
-                 train_size=0.2, statistic="u", bootstrap="multinomial", n_bootstrap=1000,
+                 bandwidth_every=10, validation_fraction=0.25, batch_size=None,
+                 orthogonal_slices=True, train_size=0.2, statistic="u", bootstrap="multinomial", n_bootstrap=1000,
                  alpha=0.05, random_state=None, max_memory=DEFAULT_MAX_MEMORY):
         self.model = model
         self.variant = variant
@@ -389,6 +393,7 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
         self.tol = tol
         self.patience = patience
         self.n_restarts = n_restarts
+        self.bandwidth_every = bandwidth_every
         self.validation_fraction = validation_fraction
         self.batch_size = batch_size
         self.orthogonal_slices = orthogonal_slices
@@ -407,7 +412,7 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
             optimizer=self.optimizer, learning_rate=self.learning_rate,
             schedule=self.schedule, max_iter=self.max_iter, tol=self.tol,
             patience=self.patience, n_restarts=self.n_restarts,
-            validation_fraction=self.validation_fraction, batch_size=self.batch_size,
+            bandwidth_every=self.bandwidth_every, validation_fraction=self.validation_fraction, batch_size=self.batch_size,
             orthogonal_slices=self.orthogonal_slices, random_state=rng)
 
     def fit(self, X, y=None):
@@ -446,9 +451,9 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
         ``tol``, ``patience``, ``n_restarts``, ``validation_fraction`` and
         ``batch_size`` apply to :meth:`fit` only.
 
-        With ``bandwidth="median"`` each step uses the median heuristic of the
-        previous batch's projections, and ``bandwidth_`` is re-estimated on the
-        current batch after the step, so it always belongs to ``directions_``.
+        With ``bandwidth="median"`` the bandwidths are the median heuristic of the
+        current batch's projections, re-estimated on the first call and then every
+        ``bandwidth_every`` calls; ``bandwidth_`` holds those of the last step.
 
         Test afterwards on samples that no batch contained.
 
@@ -470,6 +475,7 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
         state = getattr(self, "_ascent", None)
         fitted = _is_fitted(self)
         X = self._validate_X(X, reset=not fitted)
+        every = check_positive_int(self.bandwidth_every, "bandwidth_every")
         median = isinstance(self.bandwidth, str)
         if state is None:
             d = X.shape[1]
@@ -479,8 +485,7 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
                 G, R = self.directions_, self.slices_
             else:
                 G, R = _first_start(self.init, self.variant, m, d, rng, orthogonal)
-            h = resolve_sliced_bandwidth(X @ G.T if median else np.empty((0, m)),
-                                         self.bandwidth, random_state=rng)
+            h = None if median else resolve_sliced_bandwidth(np.empty((0, m)), self.bandwidth)
             adam = self.optimizer == "adam"
             state = {
                 "rng": rng,
@@ -490,6 +495,8 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
             self.n_iter_ = 0
         else:
             G, R, h = self.directions_, self.slices_, self.bandwidth_
+        if median and (h is None or self.n_iter_ % every == 0):
+            h = resolve_sliced_bandwidth(X @ G.T, self.bandwidth, random_state=state["rng"])
         S = evaluate_score(self.model, X, "model")
         learn_r = self.variant == "rg"
         with threadpool_limits(limits=1, user_api="blas"):
@@ -498,8 +505,6 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
                                               grad_slices=learn_r)
             G, R = _ascent_step(G, R, gG, gR if learn_r else None, state["opt_g"],
                                 state["opt_r"], lr, orthogonal)
-        if median:
-            h = resolve_sliced_bandwidth(X @ G.T, "median", random_state=state["rng"])
         self.directions_, self.slices_, self.bandwidth_ = G, R, h
         self.n_iter_ += 1
         self._ascent = state

@@ -155,30 +155,30 @@ def _stream(d=4, shift=0.0, n_batches=3, n=60, seed=0):
 
 @pytest.mark.parametrize("variant,orthogonal", [("g", True), ("rg", True), ("rg", False)])
 def test_partial_fit_steps_match_a_manual_ascent(variant, orthogonal):
-    # two partial_fit calls = two projected Adam steps with the previous batch's
-    # median bandwidths, written out with the building blocks
+    # three partial_fit calls = three projected Adam steps with the median
+    # bandwidths of the first and third batch (bandwidth_every=2), written out
     d, lr = 4, 0.05
     model = Gaussian(np.zeros(d))
     batches = _stream(d, shift=0.7)
     test = MaxSKSDTest(model, variant=variant, n_slices=None if variant == "g" else 2,
                        init="random", learning_rate=lr, orthogonal_slices=orthogonal,
-                       random_state=3)
-    for X in batches[:2]:
+                       bandwidth_every=2, random_state=3)
+    for X in batches:
         test.partial_fit(X)
     # replay from the same random start
     rng = np.random.default_rng(3)
     G, R = _first_start("random", variant, test.directions_.shape[0], d, rng, orthogonal)
     opt_g, opt_r = _Adam(G.shape), (_Adam(R.shape) if variant == "rg" else None)
-    h = resolve_sliced_bandwidth(batches[0] @ G.T, "median")
-    for X in batches[:2]:
+    for t, X in enumerate(batches):
+        if t % 2 == 0:
+            h = resolve_sliced_bandwidth(X @ G.T, "median")
         _, gG, gR = sliced_value_and_grad(X, -X, G, R, h, grad_slices=variant == "rg")
         G, R = _ascent_step(G, R, gG, gR if variant == "rg" else None, opt_g, opt_r, lr,
                             orthogonal)
-        h = resolve_sliced_bandwidth(X @ G.T, "median")
     np.testing.assert_allclose(test.directions_, G, rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(test.slices_, R, rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(test.bandwidth_, h, rtol=1e-12)
-    assert test.n_iter_ == 2
+    assert test.n_iter_ == 3
     np.testing.assert_allclose(np.linalg.norm(test.directions_, axis=1), 1.0)
     if variant == "rg" and orthogonal:
         np.testing.assert_allclose(test.slices_ @ test.slices_.T, np.eye(2), atol=1e-10)

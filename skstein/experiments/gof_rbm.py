@@ -11,9 +11,9 @@ Protocol (training and test samples disjoint), after the paper's RBM setting: ea
 trial draws ``n_samples`` (1000) points from q after ``burn_in`` sweeps, and KSD is
 computed on all of them. maxSKSD-g and maxSKSD-rg learn their directions on
 pseudo-samples from a *separate* set of ``train_chains`` (200) Gibbs chains of q
-during their first ``train_steps`` (1500) sweeps, one ``MaxSKSDTest.partial_fit``
-step (Adam, step size 0.0015) per sweep; the paper trains on 200 such chains over a
-2000-sweep burn-in with step size 0.001. Both are then tested on the first 800
+during their first ``train_steps`` (2000) sweeps, one ``MaxSKSDTest.partial_fit``
+step (Adam, step size 0.001) per sweep, as the paper does during its 2000-sweep
+burn-in. Both are then tested on the first 800
 of the ``n_samples`` points. maxSKSD-rg uses 50
 unit-norm slices started at the axes and free to turn towards the same direction
 (``orthogonal_slices=False``, as in the authors' experiments). A training sample
@@ -35,8 +35,8 @@ __all__ = ["SIGMAS", "METHODS", "rbm_pair", "make_test", "run_trial", "run", "pl
 SIGMAS = (0.0, 0.005, 0.01, 0.015, 0.02)
 METHODS = ("KSD", "maxSKSD-g", "maxSKSD-rg")
 FULL = dict(sigmas=SIGMAS, dx=50, dh=40, n_samples=1000, n_test=800, n_trials=100,
-            n_bootstrap=1000, burn_in=2000, train_chains=200, train_steps=1500,
-            learning_rate=0.0015)
+            n_bootstrap=1000, burn_in=2000, train_chains=200, train_steps=2000,
+            learning_rate=0.001)
 QUICK = dict(sigmas=(0.0, 0.02), dx=50, dh=40, n_samples=400, n_test=320, n_trials=6,
              n_bootstrap=300, burn_in=300, train_chains=100, train_steps=100,
              learning_rate=0.01)
