@@ -377,8 +377,9 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
                  kernel_params=None, init="identity", optimizer="adam", learning_rate=0.01,
                  schedule="cosine", max_iter=20, tol=1e-3, patience=10, n_restarts=1,
                  bandwidth_every=10, validation_fraction=0.25, batch_size=None,
-                 orthogonal_slices=True, train_size=0.2, statistic="u", bootstrap="multinomial", n_bootstrap=1000,
-                 alpha=0.05, random_state=None, max_memory=DEFAULT_MAX_MEMORY):
+                 orthogonal_slices=True, train_size=0.2, statistic="u",
+                 bootstrap="multinomial", n_bootstrap=1000, alpha=0.05, random_state=None,
+                 max_memory=DEFAULT_MAX_MEMORY):
         self.model = model
         self.variant = variant
         self.n_slices = n_slices
@@ -412,8 +413,9 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
             optimizer=self.optimizer, learning_rate=self.learning_rate,
             schedule=self.schedule, max_iter=self.max_iter, tol=self.tol,
             patience=self.patience, n_restarts=self.n_restarts,
-            bandwidth_every=self.bandwidth_every, validation_fraction=self.validation_fraction, batch_size=self.batch_size,
-            orthogonal_slices=self.orthogonal_slices, random_state=rng)
+            bandwidth_every=self.bandwidth_every, validation_fraction=self.validation_fraction,
+            batch_size=self.batch_size, orthogonal_slices=self.orthogonal_slices,
+            random_state=rng)
 
     def fit(self, X, y=None):
         """Learn the test directions (and slices) on the training sample ``X``.
