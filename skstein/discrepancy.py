@@ -284,35 +284,37 @@ def check_directions(G, name, dim, m=None):
     return np.ascontiguousarray(G / norms[:, None])
 
 
-def resolve_sliced_bandwidth(U, bandwidth, *, random_state=None, max_points=1000):
+def resolve_sliced_bandwidth(U, bandwidth, *, random_state=None, max_points=1000,
+                             name="bandwidth"):
     """Per-pair bandwidths ``(m,)``: median heuristic of the projections ``U``, or given.
 
     ``bandwidth`` is ``"median"`` (per column of ``U``, see
     :func:`skstein.kernels.median_bandwidth_1d`), a positive float (the same for all
-    pairs) or an array of ``m`` positive floats.
+    pairs) or an array of ``m`` positive floats. ``name`` is the argument named in
+    error messages.
     """
     m = U.shape[1]
     if isinstance(bandwidth, str):
         if bandwidth != "median":
             raise ValueError(
-                f"bandwidth must be 'median', a positive float or an array of {m} positive "
+                f"{name} must be 'median', a positive float or an array of {m} positive "
                 f"floats, got {bandwidth!r}.")
         return median_bandwidth_1d(U, max_points=max_points, random_state=random_state)
     if isinstance(bandwidth, bool):
         raise TypeError(
-            f"bandwidth must be 'median', a positive float or an array, got {bandwidth!r}.")
+            f"{name} must be 'median', a positive float or an array, got {bandwidth!r}.")
     try:
         h = np.asarray(bandwidth, dtype=np.float64)
     except (TypeError, ValueError):
-        raise TypeError(f"bandwidth must be 'median', a positive float or an array, got "
+        raise TypeError(f"{name} must be 'median', a positive float or an array, got "
                         f"{bandwidth!r}.") from None
     if h.ndim == 0:
         h = np.full(m, float(h))
     if h.shape != (m,):
-        raise ValueError(f"bandwidth must be a float or an array of {m} values (one per "
+        raise ValueError(f"{name} must be a float or an array of {m} values (one per "
                          f"direction), got shape {h.shape}.")
     if not (np.all(np.isfinite(h)) and np.all(h > 0)):
-        raise ValueError(f"bandwidth must be positive and finite, got {bandwidth!r}.")
+        raise ValueError(f"{name} must be positive and finite, got {bandwidth!r}.")
     return h.copy()
 
 

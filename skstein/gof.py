@@ -300,6 +300,12 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
     bandwidth : "median", float or array-like of shape (m,), default="median"
         Per-pair bandwidths; ``"median"``: median heuristic of the training
         projections, fixed in :meth:`fit`.
+    test_bandwidth : None, "median", float or array-like of shape (m,), default=None
+        Bandwidths of :meth:`test`, :meth:`discrepancy` and :meth:`score`.
+        ``None``: those learned with the directions (``bandwidth_``); ``"median"``:
+        the median heuristic of the tested sample's projections; a float or array:
+        fixed. The directions are learned with ``bandwidth``; a smoother kernel
+        there and a narrower one in the test can have more power (``gof-rbm``).
     kernel_params : dict, default=None
         ``{"beta": ...}`` for IMQ.
     init : {"identity", "random"} or array-like, default="identity"
@@ -374,7 +380,7 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
     """
 
     def __init__(self, model, *, variant="g", n_slices=None, kernel="rbf", bandwidth="median",
-                 kernel_params=None, init="identity", optimizer="adam", learning_rate=0.01,
+                 test_bandwidth=None, kernel_params=None, init="identity", optimizer="adam", learning_rate=0.01,
                  schedule="cosine", max_iter=20, tol=1e-3, patience=10, n_restarts=1,
                  bandwidth_every=10, validation_fraction=0.25, batch_size=None,
                  orthogonal_slices=True, train_size=0.2, statistic="u",
@@ -385,6 +391,7 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
         self.n_slices = n_slices
         self.kernel = kernel
         self.bandwidth = bandwidth
+        self.test_bandwidth = test_bandwidth
         self.kernel_params = kernel_params
         self.init = init
         self.optimizer = optimizer
@@ -542,6 +549,9 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
             Xtr, X = self._split(X, split_rng)
             res = self._search(Xtr, search_rng)
             G, R, h = res.directions, res.slices, res.bandwidth
+        if self.test_bandwidth is not None:
+            h = resolve_sliced_bandwidth(X @ G.T, self.test_bandwidth, random_state=rng,
+                                         name="test_bandwidth")
         S = evaluate_score(self.model, X, "model")
         return X, S, G, R, h
 

@@ -236,3 +236,31 @@ def test_partial_fit_reproducible_and_validated():
         MaxSKSDTest(model, bandwidth="scott").partial_fit(batches[0])
     fixed = MaxSKSDTest(model, bandwidth=0.7).partial_fit(batches[0])
     np.testing.assert_array_equal(fixed.bandwidth_, np.full(3, 0.7))
+
+
+def test_test_bandwidth_replaces_the_learned_bandwidths_in_the_test_only():
+    model = Gaussian(np.zeros(3))
+    X = Laplace(3).rvs(200, random_state=4)
+    learned = MaxSKSDTest(model, n_bootstrap=100, random_state=0).fit(X[:60])
+    fixed = clone(learned).set_params(test_bandwidth=0.5).fit(X[:60])
+    np.testing.assert_array_equal(fixed.directions_, learned.directions_)
+    np.testing.assert_array_equal(fixed.bandwidth_, learned.bandwidth_)
+    res = fixed.test(X[60:])
+    np.testing.assert_array_equal(res.bandwidth, np.full(3, 0.5))
+    expect = max_sksd(X[60:], model, directions=fixed.directions_, slices=fixed.slices_,
+                      bandwidth=0.5)
+    assert res.statistic == pytest.approx(expect, rel=1e-12)
+    assert fixed.discrepancy(X[60:]) == pytest.approx(expect, rel=1e-12)
+    assert res.statistic != pytest.approx(learned.test(X[60:]).statistic)
+    # "median": the heuristic on the tested sample's projections
+    res = learned.set_params(test_bandwidth="median").test(X[60:])
+    h = resolve_sliced_bandwidth(X[60:] @ learned.directions_.T, "median")
+    np.testing.assert_allclose(res.bandwidth, h, rtol=1e-12)
+    # also when test() learns the directions on a split
+    res = MaxSKSDTest(model, test_bandwidth=[0.4, 0.5, 0.6], n_bootstrap=50,
+                      random_state=0).test(X)
+    np.testing.assert_array_equal(res.bandwidth, [0.4, 0.5, 0.6])
+    for bad, err in (("scott", ValueError), (-1.0, ValueError), ([1.0, 2.0], ValueError),
+                     (True, TypeError)):
+        with pytest.raises(err, match="test_bandwidth"):
+            MaxSKSDTest(model, test_bandwidth=bad).test(X)
