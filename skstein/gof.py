@@ -380,9 +380,9 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
     """
 
     def __init__(self, model, *, variant="g", n_slices=None, kernel="rbf", bandwidth="median",
-                 test_bandwidth=None, kernel_params=None, init="identity", optimizer="adam", learning_rate=0.01,
-                 schedule="cosine", max_iter=20, tol=1e-3, patience=10, n_restarts=1,
-                 bandwidth_every=10, validation_fraction=0.25, batch_size=None,
+                 test_bandwidth=None, kernel_params=None, init="identity", optimizer="adam",
+                 learning_rate=0.01, schedule="cosine", max_iter=20, tol=1e-3, patience=10,
+                 n_restarts=1, bandwidth_every=10, validation_fraction=0.25, batch_size=None,
                  orthogonal_slices=True, train_size=0.2, statistic="u",
                  bootstrap="multinomial", n_bootstrap=1000, alpha=0.05, random_state=None,
                  max_memory=DEFAULT_MAX_MEMORY):
