@@ -22,8 +22,8 @@ learned projections), which keep the ascent smooth; the test along them uses the
 bandwidth 1.0 (``test_bandwidth``), the scale of the visible units' conditional
 noise, fixed before any test data are seen. Measured at sigma = 0.01 over 100
 trials (``random_state=1``): maxSKSD-rg rejects 0.91, KSD 0.35 (the paper reports
-0.96 for maxSKSD-rg); at sigma = 0 (100 trials) 0.06 and 0.07. With the median bandwidths in the test as well it rejected
-0.88 (``random_state=0``, KSD 0.32).
+0.96 for maxSKSD-rg); at sigma = 0 (100 trials) 0.06 and 0.07. With the median
+bandwidths in the test as well it rejected 0.88 (``random_state=0``, KSD 0.32).
 """
 
 import time
