@@ -26,7 +26,7 @@ import numpy as np
 from .._random import spawn_seeds
 from ..discrepancy import DEFAULT_MAX_MEMORY, resolve_bandwidth
 from ..kernels import make_kernel
-from ..relative import _relative_result
+from ..relative._ksd import _relative_result
 from ..samplers import HMC, MALA, initial_state
 from ._output import pyplot
 from ._runner import draw_samples, rate_summary, run_trials

@@ -1,28 +1,23 @@
-"""Goodness-of-fit tests as scikit-learn estimators."""
+"""The maxSKSD goodness-of-fit test (sliced Stein kernels along learned directions)."""
 
 import numbers
-import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.exceptions import NotFittedError
-from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from ._bootstrap import BOOTSTRAPS, bootstrap_null, bootstrap_pvalue, bootstrap_threshold
-from ._random import as_generator
-from ._result import GOFTestResult
-from ._validation import (
-    check_alpha,
+from .._bootstrap import bootstrap_null, bootstrap_pvalue, bootstrap_threshold
+from .._random import as_generator
+from .._result import GOFTestResult
+from .._validation import (
     check_bool,
     check_choice,
     check_positive_float,
     check_positive_int,
     check_samples,
     evaluate_score,
-    resolve_score,
 )
-from .directions import (
+from ..directions import (
     OPTIMIZERS,
     VARIANTS,
     _Adam,
@@ -31,239 +26,19 @@ from .directions import (
     _n_pairs,
     search_directions,
 )
-from .discrepancy import (
+from ..discrepancy import (
     DEFAULT_MAX_MEMORY,
-    resolve_bandwidth,
     resolve_sliced_bandwidth,
     sliced_stein_row_blocks,
     sliced_stein_sums,
     sliced_value_and_grad,
-    stein_row_blocks,
-    stein_sums,
 )
-from .kernels import KERNELS, make_kernel
+from ._base import SteinTestMixin, is_fitted
 
-__all__ = ["KSDTest", "MaxSKSDTest"]
-
-
-class _SteinTestMixin:
-    """Parameter checks, data validation and bootstrap shared by the GOF tests."""
-
-    _required_parameters = ["model"]
-
-    def _check_common_params(self):
-        resolve_score(self.model, "model")
-        check_choice(self.kernel, "kernel", KERNELS)
-        check_choice(self.statistic, "statistic", ("u", "v"))
-        check_choice(self.bootstrap, "bootstrap", BOOTSTRAPS)
-        check_positive_int(self.n_bootstrap, "n_bootstrap")
-        check_alpha(self.alpha)
-        check_positive_int(self.max_memory, "max_memory")
-        if self.n_bootstrap < int(np.ceil(1.0 / self.alpha)) - 1:
-            warnings.warn(
-                f"n_bootstrap={self.n_bootstrap} is too small to ever reject at "
-                f"alpha={self.alpha}; use at least {int(np.ceil(1.0 / self.alpha)) - 1}.",
-                UserWarning,
-                stacklevel=3,
-            )
-        self._check_model_dim()
-
-    def _check_model_dim(self):
-        dim = getattr(self.model, "dim", None)
-        n_features = getattr(self, "n_features_in_", None)
-        if dim is not None and n_features is not None and int(dim) != n_features:
-            raise ValueError(
-                f"X has {n_features} features but model is a distribution on {int(dim)} dimensions."
-            )
-
-    def _validate_X(self, X, reset):
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2, reset=reset)
-        if reset:
-            self._check_model_dim()
-        return X
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.non_deterministic = self.random_state is None
-        return tags
+__all__ = ["MaxSKSDTest"]
 
 
-class KSDTest(_SteinTestMixin, BaseEstimator):
-    r"""Kernel Stein discrepancy goodness-of-fit test.
-
-    Tests H0: the sample comes from ``model`` against H1: it does not, using only the
-    model's score :math:`\nabla \log p` (so ``model`` may be unnormalised). The
-    statistic is the squared KSD (Liu, Lee & Jordan 2016; Chwialkowski, Strathmann &
-    Gretton 2016) and its null distribution is bootstrapped.
-
-    Parameters
-    ----------
-    model : distribution or callable
-        The model p: an object with ``grad_logpdf(X)`` or a callable ``X -> grad log p(X)``.
-    kernel : {"rbf", "imq"}, default="rbf"
-        Base kernel (see :mod:`skstein.kernels` for the conventions).
-    bandwidth : float or "median", default="median"
-        Kernel bandwidth; ``"median"`` uses the median heuristic on the data given to
-        :meth:`fit` (or to :meth:`test` when not fitted).
-    kernel_params : dict, default=None
-        Extra kernel parameters, e.g. ``{"beta": -0.5}`` for IMQ.
-    statistic : {"u", "v"}, default="u"
-        U-statistic (unbiased) or V-statistic.
-    bootstrap : {"multinomial", "rademacher"}, default="multinomial"
-        Null distribution by the multinomial bootstrap (Liu et al. 2016, Gong et al.
-        2021 Eq. 13) or the wild (Rademacher) bootstrap (Chwialkowski et al. 2016).
-    n_bootstrap : int, default=1000
-        Number of bootstrap draws.
-    alpha : float, default=0.05
-        Significance level.
-    random_state : None, int or numpy.random.Generator, default=None
-        Seeds the bootstrap (and the median heuristic's subsample for more than 2000
-        samples).
-    max_memory : int, default=64 MiB
-        Memory budget in bytes for the Stein-kernel temporaries. Beyond it the Stein
-        matrix is recomputed by row blocks, so results do not depend on it.
-
-    Attributes
-    ----------
-    bandwidth_ : float
-        The bandwidth resolved by :meth:`fit`.
-    kernel_ : RBF or IMQ
-        The fitted base kernel.
-    n_features_in_ : int
-        Number of features seen in :meth:`fit`.
-
-    See Also
-    --------
-    skstein.ksd : the statistic as a function.
-
-    References
-    ----------
-    .. [1] Q. Liu, J. Lee, M. Jordan. "A Kernelized Stein Discrepancy for
-       Goodness-of-fit Tests", ICML 2016.
-    .. [2] K. Chwialkowski, H. Strathmann, A. Gretton. "A Kernel Test of Goodness of
-       Fit", ICML 2016.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skstein import KSDTest
-    >>> from skstein.distributions import Gaussian
-    >>> X = np.random.default_rng(0).laplace(size=(500, 2)) / np.sqrt(2)
-    >>> result = KSDTest(Gaussian(np.zeros(2)), random_state=0).test(X)
-    >>> bool(result.reject)
-    True
-    """
-
-    def __init__(self, model, *, kernel="rbf", bandwidth="median", kernel_params=None,
-                 statistic="u", bootstrap="multinomial", n_bootstrap=1000, alpha=0.05,
-                 random_state=None, max_memory=DEFAULT_MAX_MEMORY):
-        self.model = model
-        self.kernel = kernel
-        self.bandwidth = bandwidth
-        self.kernel_params = kernel_params
-        self.statistic = statistic
-        self.bootstrap = bootstrap
-        self.n_bootstrap = n_bootstrap
-        self.alpha = alpha
-        self.random_state = random_state
-        self.max_memory = max_memory
-
-    def fit(self, X, y=None):
-        """Resolve the bandwidth on ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        self._check_common_params()
-        X = self._validate_X(X, reset=True)
-        rng = as_generator(self.random_state)
-        self.bandwidth_ = resolve_bandwidth(X, self.bandwidth, random_state=rng)
-        self.kernel_ = make_kernel(self.kernel, self.bandwidth_, self.kernel_params)
-        return self
-
-    def _prepare(self, X, rng):
-        """Validated X, its scores, and the kernel (fitted, or resolved on X)."""
-        self._check_common_params()
-        if _is_fitted(self):
-            X = self._validate_X(X, reset=False)
-            kern = self.kernel_
-        else:
-            X = check_samples(X)
-            h = resolve_bandwidth(X, self.bandwidth, random_state=rng)
-            kern = make_kernel(self.kernel, h, self.kernel_params)
-        S = evaluate_score(self.model, X, "model")
-        return X, S, kern
-
-    def test(self, X):
-        """Run the test on ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        GOFTestResult
-        """
-        rng = as_generator(self.random_state)
-        bw_rng, boot_rng = rng.spawn(2)
-        X, S, kern = self._prepare(X, bw_rng)
-        n = X.shape[0]
-        in_memory = 3 * 8 * n * n <= self.max_memory
-        sums = stein_sums(X, S, kern, return_matrix=in_memory, max_memory=self.max_memory)
-        stat = sums.statistic(self.statistic)
-        if in_memory:
-            H = sums.upper
-        else:
-            H = stein_row_blocks(X, S, kern, max_memory=self.max_memory)
-        null = bootstrap_null(H, self.bootstrap, self.n_bootstrap, boot_rng,
-                              statistic=self.statistic, diag=sums.diag, n=n)
-        pvalue = bootstrap_pvalue(stat, null)
-        return GOFTestResult(
-            statistic=float(stat),
-            pvalue=float(pvalue),
-            threshold=bootstrap_threshold(null, self.alpha),
-            reject=bool(pvalue <= self.alpha),
-            alpha=float(self.alpha),
-            method=f"KSD ({kern.name}, {self.statistic}-statistic, {self.bootstrap} bootstrap)",
-            n_samples=n,
-            bootstrap=self.bootstrap,
-            n_bootstrap=int(self.n_bootstrap),
-            bandwidth=kern.bandwidth,
-            null_distribution=null,
-        )
-
-    def discrepancy(self, X):
-        """The squared KSD of ``X`` to the model (the test statistic)."""
-        X, S, kern = self._prepare(X, as_generator(self.random_state))
-        return stein_sums(X, S, kern, max_memory=self.max_memory).statistic(self.statistic)
-
-    def score(self, X, y=None):
-        r"""Test-power criterion on ``X``: :math:`\mathrm{KSD}^2_U / \hat\sigma_{H_1}`.
-
-        Higher means more power to reject; ``GridSearchCV`` over ``bandwidth`` and
-        ``kernel`` therefore picks the most powerful test. See
-        :meth:`skstein.discrepancy.SteinSums.power_criterion`.
-        """
-        X, S, kern = self._prepare(X, as_generator(self.random_state))
-        return float(stein_sums(X, S, kern, max_memory=self.max_memory).power_criterion())
-
-
-def _is_fitted(est):
-    try:
-        check_is_fitted(est)
-    except NotFittedError:
-        return False
-    return True
-
-
-class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
+class MaxSKSDTest(SteinTestMixin, BaseEstimator):
     r"""maxSKSD goodness-of-fit test (Gong, Li & Hernández-Lobato 2021, Algorithm 1).
 
     The statistic is the sliced kernel Stein discrepancy along learned directions:
@@ -482,7 +257,7 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
         lr = check_positive_float(self.learning_rate, "learning_rate")
         orthogonal = check_bool(self.orthogonal_slices, "orthogonal_slices")
         state = getattr(self, "_ascent", None)
-        fitted = _is_fitted(self)
+        fitted = is_fitted(self)
         X = self._validate_X(X, reset=not fitted)
         every = check_positive_int(self.bandwidth_every, "bandwidth_every")
         median = isinstance(self.bandwidth, str)
@@ -540,7 +315,7 @@ class MaxSKSDTest(_SteinTestMixin, BaseEstimator):
     def _prepare(self, X, rng):
         """Validated test sample, its scores and (G, R, h): fitted, or learned on a split."""
         self._check_common_params()
-        if _is_fitted(self):
+        if is_fitted(self):
             X = self._validate_X(X, reset=False)
             G, R, h = self.directions_, self.slices_, self.bandwidth_
         else:

@@ -1,0 +1,44 @@
+"""Shared parts of the relative tests: validation and the training split."""
+
+import numpy as np
+from sklearn.utils.validation import validate_data
+
+from .._estimator import RandomStateTagsMixin, model_dim
+
+__all__ = ["RelativeMixin", "check_train_size", "train_rows"]
+
+
+class RelativeMixin(RandomStateTagsMixin):
+    _required_parameters = ["model_p", "model_q"]
+
+    def _check_model_dims(self):
+        n_features = getattr(self, "n_features_in_", None)
+        for name in ("model_p", "model_q"):
+            dim = model_dim(getattr(self, name))
+            if dim is not None and n_features is not None and dim != n_features:
+                raise ValueError(
+                    f"X has {n_features} features but {name} is a distribution on {dim} "
+                    "dimensions."
+                )
+
+    def _validate_X(self, X, reset):
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=3, reset=reset)
+        if reset:
+            self._check_model_dims()
+        return X
+
+
+def check_train_size(train_size):
+    if isinstance(train_size, bool) or not isinstance(train_size, (int, float, np.floating)) \
+            or not 0.0 < float(train_size) < 1.0:
+        raise ValueError(f"train_size must be a float in (0, 1), got {train_size!r}.")
+    return float(train_size)
+
+
+def train_rows(n, train_size):
+    """Rows of ``n`` used to learn maxSKSD directions (at least 4, leaving at least 4)."""
+    n_train = int(round(check_train_size(train_size) * n))
+    if n_train < 4 or n - n_train < 4:
+        raise ValueError(f"train_size={train_size} leaves fewer than 4 rows for learning the "
+                         f"directions or for the test (n_samples={n}).")
+    return n_train
