@@ -1,10 +1,24 @@
 """Result objects of the tests, frozen dataclasses in the manner of scipy.stats."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
 __all__ = ["GOFTestResult", "RelativeTestResult"]
+
+
+def _fields_equal(a, b):
+    """Field-wise equality of two results of the same type; arrays compared by value."""
+    if type(a) is not type(b):
+        return NotImplemented
+    for f in fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            if x is None or y is None or not np.array_equal(x, y):
+                return False
+        elif x != y:
+            return False
+    return True
 
 
 def _readonly(a):
@@ -13,7 +27,7 @@ def _readonly(a):
     return a
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class GOFTestResult:
     """Result of a goodness-of-fit test.
 
@@ -40,6 +54,17 @@ class GOFTestResult:
         The kernel bandwidth(s) used.
     null_distribution : ndarray (n_bootstrap,)
         The bootstrap replicates (read-only, left out of the repr).
+    bandwidths, statistics, pvalues : ndarray (L,) or None
+        Aggregated tests only: each bandwidth of the collection (for a sliced test,
+        row ``l`` of the ``(L, m)`` per-pair bandwidths), its statistic and its own
+        bootstrap p-value (``statistic``, ``bandwidth``, ``threshold`` and
+        ``null_distribution`` are those of the most significant one; ``pvalue`` is
+        the aggregated test's).
+    rejected : ndarray of bool (L,) or None
+        Aggregated tests only: which bandwidths reject at the corrected level.
+    pvalue_threshold : float or None
+        Aggregated tests only: the corrected per-bandwidth level; bandwidth ``l``
+        rejects when ``pvalues[l] <= pvalue_threshold``.
     """
 
     statistic: float
@@ -53,14 +78,28 @@ class GOFTestResult:
     n_bootstrap: int
     bandwidth: object
     null_distribution: np.ndarray = field(repr=False)
+    bandwidths: np.ndarray = field(default=None, repr=False)
+    statistics: np.ndarray = field(default=None, repr=False)
+    pvalues: np.ndarray = field(default=None, repr=False)
+    rejected: np.ndarray = field(default=None, repr=False)
+    pvalue_threshold: float = None
+
+    __eq__ = _fields_equal
 
     def __post_init__(self):
         object.__setattr__(self, "null_distribution", _readonly(self.null_distribution))
         if isinstance(self.bandwidth, np.ndarray):
             object.__setattr__(self, "bandwidth", _readonly(self.bandwidth))
+        for name in ("bandwidths", "statistics", "pvalues"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, _readonly(getattr(self, name)))
+        if self.rejected is not None:
+            rejected = np.array(self.rejected, dtype=bool, copy=True)
+            rejected.setflags(write=False)
+            object.__setattr__(self, "rejected", rejected)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RelativeTestResult:
     """Result of a relative goodness-of-fit test of two models P and Q.
 
@@ -99,6 +138,14 @@ class RelativeTestResult:
     degenerate : bool
         True when the estimated variance vanished (P and Q indistinguishable on the
         data); the test then does not reject.
+    bandwidths, zscores, statistics : ndarray (L,) or None
+        Aggregated tests only: each bandwidth (or, for maxSKSD, bandwidth factor) of
+        the collection, its studentised difference and its difference; ``statistic``,
+        ``zscore``, ``sigma``, ``bandwidth`` and ``threshold`` are those of the
+        largest z-score, ``pvalue`` is the aggregated test's.
+    zscore_threshold : float or None
+        Aggregated tests only: the ``1 - alpha`` quantile of the maximum of the
+        fitted joint normal; H0 is rejected when the largest z-score reaches it.
     """
 
     statistic: float
@@ -115,7 +162,16 @@ class RelativeTestResult:
     variance: str
     bandwidth: object
     degenerate: bool = False
+    bandwidths: np.ndarray = field(default=None, repr=False)
+    zscores: np.ndarray = field(default=None, repr=False)
+    statistics: np.ndarray = field(default=None, repr=False)
+    zscore_threshold: float = None
+
+    __eq__ = _fields_equal
 
     def __post_init__(self):
         if isinstance(self.bandwidth, np.ndarray):
             object.__setattr__(self, "bandwidth", _readonly(self.bandwidth))
+        for name in ("bandwidths", "zscores", "statistics"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, _readonly(getattr(self, name)))

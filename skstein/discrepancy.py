@@ -25,12 +25,22 @@ from ._numba import numba_threads
 from ._numba.sliced import IMQ as _SLICED_IMQ
 from ._numba.sliced import RBF as _SLICED_RBF
 from ._numba.sliced import sliced_stein_rows, sliced_stein_upper
-from ._numba.stein import kernel_params, stein_block_inplace
+from ._bootstrap import FORM_BLOCK, block_forms, bootstrap_forms, upper_block_forms
+from ._numba.stein import kernel_params, stein_block_inplace, stein_upper_multi
 from ._validation import check_choice, check_samples, evaluate_score
-from .kernels import KERNELS, make_kernel, median_bandwidth, median_bandwidth_1d
+from .kernels import (
+    KERNELS,
+    bandwidth_factor_grid,
+    bandwidth_grid,
+    make_kernel,
+    median_bandwidth,
+    median_bandwidth_1d,
+)
 
 __all__ = ["ksd", "stein_matrix", "ksd_power_criterion", "resolve_bandwidth", "DEFAULT_MAX_MEMORY",
-           "max_sksd", "sliced_stein_sums", "sliced_value_and_grad", "resolve_sliced_bandwidth"]
+           "max_sksd", "sliced_stein_sums", "sliced_value_and_grad", "resolve_sliced_bandwidth",
+           "stein_sums_and_forms", "sliced_sums_and_forms", "resolve_bandwidths",
+           "resolve_sliced_bandwidths", "is_collection"]
 
 #: Default memory budget (bytes) for the temporaries of one Stein-kernel pass.
 DEFAULT_MAX_MEMORY = 64 * 2**20
@@ -154,6 +164,86 @@ def stein_row_blocks(X, S, kernel, *, max_memory=DEFAULT_MAX_MEMORY):
         rowsum = np.empty(b - a)
         stein_block_inplace(code, p0, p1, d, G, SS, C, nx, nsx, a, 0, False, False, rowsum)
         yield a, b, G
+
+
+def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
+    r"""Sums of several Stein kernels and their bootstrap forms, Gram blocks shared.
+
+    For each kernel :math:`l` (e.g. one base kernel at several bandwidths) returns the
+    :class:`SteinSums` (without the matrix) and the off-diagonal quadratic forms
+    :math:`\sum_{i \ne j} v_{mi} v_{mj} h_l(x_i, x_j)` for the rows :math:`v_m` of the
+    bootstrap weights ``V``. The pass runs over blocks of rows ``a:b`` of the upper
+    triangle: the Gram blocks :math:`X_{a:b} X_{a:}^\top`, :math:`S_{a:b} S_{a:}^\top`,
+    :math:`X_{a:b} S_{a:}^\top + S_{a:b} X_{a:}^\top` are formed once and shared by
+    all kernels; each kernel costs one elementwise pass into a reused buffer and one
+    BLAS product with the weights. No ``n x n`` array is formed: the temporaries are
+    four ``block x n`` arrays within ``max_memory`` (and the ``n_draws x n`` products).
+    With ``V=None`` only the sums are computed.
+
+    Returns
+    -------
+    sums : list of SteinSums
+    forms : ndarray of shape (n_draws, n_kernels), or None when ``V`` is None
+    """
+    n, d = X.shape
+    Xc = X - X.mean(axis=0)
+    nx = np.einsum("ij,ij->i", Xc, Xc)
+    nsx = np.einsum("ij,ij->i", S, Xc)
+    params = [kernel_params(k) for k in kernels]
+    if len({(c, p1) for c, _, p1 in params}) != 1:
+        raise ValueError("the kernels of a collection must share the base kernel.")
+    code, _, p1 = params[0]
+    p0s = np.array([p0 for _, p0, _ in params])
+    L = len(kernels)
+    forms = None if V is None else np.zeros((V.shape[0], L))
+    rowsums = np.zeros((L, n))
+    totals = np.zeros(L)
+    rows = min(FORM_BLOCK, _block_rows(n, n, max_memory, n_arrays=3 + L))
+    for a in range(0, n, rows):
+        b = min(n, a + rows)
+        Xa, Sa, Xt, St = Xc[a:b], S[a:b], Xc[a:], S[a:]
+        G = Xa @ Xt.T
+        SS = Sa @ St.T
+        C = Xa @ St.T
+        C += Sa @ Xt.T
+        H = np.empty((L,) + G.shape)
+        rowsum = np.empty((L, b - a))
+        stein_upper_multi(code, p0s, p1, d, G, SS, C, nx, nsx, a, a, H, rowsum)
+        rowsums[:, a:b] += rowsum
+        rowsums[:, a:] += H.sum(axis=1)
+        totals += 2.0 * rowsum.sum(axis=1)
+        for li in range(L if V is not None else 0):
+            forms[:, li] += upper_block_forms(H[li], V, a)
+    sums = [SteinSums(n, float(totals[li]), _diagonal(k, S), rowsums[li], None)
+            for li, k in enumerate(kernels)]
+    return sums, forms
+
+
+def resolve_bandwidths(X, bandwidth, n_bandwidths=10, *, random_state=None, max_points=2000):
+    """The bandwidth collection of an aggregated test, shape ``(L,)``.
+
+    ``bandwidth`` is ``"aggregate"`` (:func:`skstein.kernels.bandwidth_grid` with
+    ``n_bandwidths`` values) or an array-like of positive floats (used as given).
+    """
+    if isinstance(bandwidth, str):
+        if bandwidth != "aggregate":
+            raise ValueError(f"bandwidth must be 'aggregate', 'median', a positive float or "
+                             f"an array of positive floats, got {bandwidth!r}.")
+        return bandwidth_grid(X, n_bandwidths, max_points=max_points, random_state=random_state)
+    h = _positive_array(bandwidth, "bandwidth")
+    if h.ndim != 1 or h.size == 0:
+        raise ValueError(f"bandwidth as an array must be 1-D and non-empty, got shape {h.shape}.")
+    return h
+
+
+def _positive_array(value, name):
+    try:
+        h = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be positive floats, got {value!r}.") from None
+    if not (np.all(np.isfinite(h)) and np.all(h > 0)):
+        raise ValueError(f"{name} must be positive and finite, got {value!r}.")
+    return h
 
 
 def resolve_bandwidth(X, bandwidth, *, random_state=None, max_points=2000):
@@ -318,6 +408,33 @@ def resolve_sliced_bandwidth(U, bandwidth, *, random_state=None, max_points=1000
     return h.copy()
 
 
+def resolve_sliced_bandwidths(U, bandwidth, n_bandwidths=10, *, random_state=None,
+                              max_points=1000, name="bandwidth"):
+    """Per-pair bandwidths of an aggregated sliced test, shape ``(L, m)``.
+
+    ``"aggregate"``: the median bandwidths of the projections ``U`` times the factors
+    of :func:`skstein.kernels.bandwidth_factor_grid`; a 2-D array: its rows as given.
+    """
+    m = U.shape[1]
+    if isinstance(bandwidth, str):
+        if bandwidth != "aggregate":
+            raise ValueError(f"{name} must be 'aggregate' or an array of shape (L, {m}) for an "
+                             f"aggregated test, got {bandwidth!r}.")
+        med = median_bandwidth_1d(U, max_points=max_points, random_state=random_state)
+        factors = bandwidth_factor_grid(U, n_bandwidths, max_points=max_points,
+                                        random_state=random_state)
+        return factors[:, None] * med[None, :]
+    h = _positive_array(bandwidth, name)
+    if h.ndim != 2 or h.shape[1] != m or h.shape[0] == 0:
+        raise ValueError(f"{name} as a collection must have shape (L, {m}), got {h.shape}.")
+    return h
+
+
+def is_collection(bandwidth):
+    """Whether a ``bandwidth`` argument asks for an aggregated test (``"aggregate"``)."""
+    return isinstance(bandwidth, str) and bandwidth == "aggregate"
+
+
 def _sliced_kernel_params(kernel, bandwidths, kernel_params):
     """(code, p0 (m,), p1) of the 1-D kernels with per-pair bandwidths."""
     proto = make_kernel(kernel, 1.0, kernel_params)  # validates kernel and its parameters
@@ -446,6 +563,35 @@ def sliced_value_and_grad(X, S, directions, slices, bandwidths, *, kernel="rbf",
     if grad_slices:
         grad_R = (2.0 * (beta.T @ S) + psisum[:, None] * directions) * scale
     return values, grad_G, grad_R
+
+
+def sliced_sums_and_forms(X, S, directions, slices, bandwidths, V, *, kernel="rbf",
+                          kernel_params=None, max_memory=DEFAULT_MAX_MEMORY):
+    """Sums of the summed sliced Stein kernel at several bandwidth vectors, and their forms.
+
+    ``bandwidths`` has shape ``(L, m)``: row ``l`` gives the per-pair bandwidths of
+    the ``l``-th kernel. Returns ``(sums, forms)`` as :func:`stein_sums_and_forms`
+    (the forms are the off-diagonal quadratic forms with the rows of ``V``), one
+    sliced pass per row; beyond ``max_memory`` the matrix is formed by row blocks.
+    """
+    n = X.shape[0]
+    forms = np.zeros((V.shape[0], len(bandwidths)))
+    sums = []
+    for li, h in enumerate(bandwidths):
+        if 8 * n * n <= max_memory:
+            res = sliced_stein_sums(X, S, directions, slices, h, kernel=kernel,
+                                    kernel_params=kernel_params, return_matrix=True)
+            forms[:, li] = bootstrap_forms(res.upper, V)
+            res.upper = None
+        else:
+            res = sliced_stein_sums(X, S, directions, slices, h, kernel=kernel,
+                                    kernel_params=kernel_params, max_memory=max_memory)
+            for a, b, H in sliced_stein_row_blocks(X, S, directions, slices, h, kernel=kernel,
+                                                   kernel_params=kernel_params,
+                                                   max_memory=max_memory):
+                forms[:, li] += block_forms(H, V, a, b)
+        sums.append(res)
+    return sums, forms
 
 
 def max_sksd(X, model, *, directions=None, slices=None, kernel="rbf", bandwidth="median",

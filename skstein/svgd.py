@@ -14,17 +14,11 @@ settings (and, for :class:`SlicedSVGD`, starting from the learned directions).
 """
 
 import sys
-from contextlib import nullcontext
 
-import numba
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._numba import numba_threads
-from ._numba.sliced import median_abs_diff_columns
-from ._numba.stein import kernel_params as _kernel_code
-from ._numba.svgd import sliced_svgd_terms, sliced_svgd_terms_symmetric, svgd_kernel_matrices
 from ._random import as_generator
 from ._validation import (
     check_choice,
@@ -34,8 +28,9 @@ from ._validation import (
     evaluate_score,
     resolve_score,
 )
-from .discrepancy import _threads_for, sliced_value_and_grad, stein_sums
+from .discrepancy import sliced_value_and_grad, stein_sums
 from .directions import _Adam, _tangent_unit_rows, _unit_rows
+from .flows import bandwidth_scale, projection_medians, sliced_svgd_update, svgd_terms
 from .kernels import KERNELS, make_kernel, median_bandwidth
 
 __all__ = ["SVGD", "SlicedSVGD"]
@@ -78,33 +73,6 @@ class _Optimizer:
             step *= self.lr
             return step
         return self.lr * self.adam.step(phi)
-
-
-#: Below this many kernel evaluations an update pass runs on one thread (waking the
-#: thread pool costs more than the work; results are identical either way).
-SERIAL_EVALUATIONS = 2**16
-
-
-def _small_serial(evaluations):
-    return numba_threads(1) if evaluations < SERIAL_EVALUATIONS else nullcontext()
-
-
-#: With at most this many numba threads the serial symmetric sliced pass (each pair
-#: once) beats the row-parallel one (each pair twice); both give identical numbers.
-SYMMETRIC_MAX_THREADS = 2
-
-
-def sliced_terms(code, p0, p1, U, S, gdiag, drive, repulse):
-    """Driving and repulsive sums of sliced SVGD by the faster of the two passes."""
-    n, m = U.shape
-    if numba.get_num_threads() <= SYMMETRIC_MAX_THREADS or n * n * m < SERIAL_EVALUATIONS:
-        return sliced_svgd_terms_symmetric(code, p0, p1, U, S, gdiag, drive, repulse)
-    return sliced_svgd_terms(code, p0, p1, U, S, gdiag, drive, repulse)
-
-
-def _bandwidth_scale(rule, n):
-    """Factor on the median distance: 1 (``median``) or 1/sqrt(2 log(n+1)) (``median-log``)."""
-    return 1.0 if rule == "median" else 1.0 / np.sqrt(2.0 * np.log(n + 1.0))
 
 
 class _ParticleSampler(BaseEstimator):
@@ -291,32 +259,6 @@ class SVGD(_ParticleSampler):
         return -self._discrepancy(X, S, None)
 
 
-def svgd_terms(X, S, kernel, bandwidth="median-log", kernel_params=None):
-    """Driving and repulsive sums of the SVGD direction (each to be divided by N).
-
-    ``bandwidth`` is a float or a median rule (see :class:`SVGD`), resolved on the
-    squared distances the kernel pass forms anyway.
-    """
-    n = X.shape[0]
-    Xc = X - X.mean(axis=0)
-    nx = np.einsum("ij,ij->i", Xc, Xc)
-    G = Xc @ Xc.T
-    if isinstance(bandwidth, str):
-        scale, h = _bandwidth_scale(bandwidth, n), 0.0
-    else:
-        scale, h = 1.0, float(bandwidth)
-    code, _, beta = _kernel_code(make_kernel(kernel, 1.0, kernel_params))
-    K = np.empty((n, n))
-    K1 = np.empty((n, n))
-    with _small_serial(n * n):
-        svgd_kernel_matrices(code, beta, scale, h, G, nx, K, K1)
-    drive = K @ S
-    repulse = K1 @ X
-    repulse -= K1.sum(axis=1)[:, None] * X
-    repulse *= 2.0
-    return drive, repulse
-
-
 class SlicedSVGD(_ParticleSampler):
     r"""Sliced Stein variational gradient descent (Gong et al. 2021, Algorithm 2).
 
@@ -434,19 +376,14 @@ class SlicedSVGD(_ParticleSampler):
 
     def _medians(self, U):
         """Per-dimension median of |u_i - u_j| (at most 1000 particles); 1 where undefined."""
-        med = np.empty(U.shape[1])
-        V = np.ascontiguousarray(U[:1000])
-        with _threads_for(V.shape[0], V.shape[0], U.shape[1]):
-            median_abs_diff_columns(V, med)
-        med[med <= 0] = 1.0
-        return med
+        return projection_medians(U)
 
     def _bandwidths(self, X, state, rule):
         if not isinstance(self.bandwidth, str):
             return np.full(X.shape[1], float(self.bandwidth))
         if state["med"] is None:
             state["med"] = self._medians(X @ state["G"].T)
-        return state["med"] * _bandwidth_scale(rule, X.shape[0])
+        return state["med"] * bandwidth_scale(rule, X.shape[0])
 
     def _update_directions(self, X, S, state):
         G = state["G"]
@@ -468,14 +405,7 @@ class SlicedSVGD(_ParticleSampler):
         G = state["G"]
         rule = self.bandwidth if isinstance(self.bandwidth, str) else "median"
         h = self._bandwidths(X, state, rule) if X.shape[0] > 1 else np.ones(X.shape[1])
-        U = np.ascontiguousarray(X @ G.T)
-        code, _, p1 = _kernel_code(make_kernel(self.kernel, 1.0, self.kernel_params))
-        p0 = 1.0 / (2.0 * h * h) if code == 0 else 1.0 / (h * h)
-        drive = np.empty_like(U)
-        repulse = np.empty_like(U)
-        sliced_terms(code, p0, p1, U, np.ascontiguousarray(S), np.ascontiguousarray(np.diag(G)),
-                     drive, repulse)
-        return drive, repulse
+        return sliced_svgd_update(X, S, G, h, self.kernel, self.kernel_params)
 
     def _discrepancy(self, X, S, state):
         if X.shape[0] < 2:

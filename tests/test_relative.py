@@ -12,6 +12,7 @@ from sklearn.model_selection import GridSearchCV
 from skstein import RelativeKSDTest, RelativeMMDTest, RelativeTestResult, relative_ksd
 from skstein.distributions import PPCA, Gaussian
 from skstein.kernels import IMQ, RBF
+from skstein.kernels import median_bandwidth_1d
 from skstein.relative import latent_score, relative_variance
 
 
@@ -87,21 +88,29 @@ def test_jackknife_closed_form_equals_leave_one_out_loop():
     assert sigma == pytest.approx(np.sqrt(n * var_jack), rel=1e-12)
 
 
-def test_blockwise_pass_changes_nothing(gaussian_problem):
+@pytest.mark.parametrize("bandwidth", ["median", "aggregate"])
+def test_blockwise_pass_changes_nothing(gaussian_problem, bandwidth):
     X, p, q = gaussian_problem
-    a = RelativeKSDTest(p, q).test(X)
-    b = RelativeKSDTest(p, q, max_memory=4096).test(X)
+    a = RelativeKSDTest(p, q, bandwidth=bandwidth, random_state=0).test(X)
+    b = RelativeKSDTest(p, q, bandwidth=bandwidth, max_memory=4096, random_state=0).test(X)
     assert a.statistic == pytest.approx(b.statistic, rel=1e-12)
     assert a.sigma == pytest.approx(b.sigma, rel=1e-10)
+    assert a.pvalue == pytest.approx(b.pvalue, rel=1e-9)
 
 
 def test_swapping_models_negates(gaussian_problem):
     X, p, q = gaussian_problem
-    a = RelativeKSDTest(p, q).test(X)
-    b = RelativeKSDTest(q, p).test(X)
+    a = RelativeKSDTest(p, q, bandwidth="median").test(X)
+    b = RelativeKSDTest(q, p, bandwidth="median").test(X)
     assert a.statistic == pytest.approx(-b.statistic)
     assert a.zscore == pytest.approx(-b.zscore)
     assert a.pvalue + b.pvalue == pytest.approx(1.0)
+    # aggregated: every bandwidth's difference and z-score changes sign
+    a = RelativeKSDTest(p, q).test(X)
+    b = RelativeKSDTest(q, p).test(X)
+    np.testing.assert_allclose(a.statistics, -b.statistics, rtol=1e-12)
+    np.testing.assert_allclose(a.zscores, -b.zscores, rtol=1e-12)
+    assert a.zscore == a.zscores.max() and b.zscore == b.zscores.max()
 
 
 def test_degenerate_variance_is_explicit(gaussian_problem):
@@ -121,7 +130,11 @@ def test_result_is_frozen_dataclass(gaussian_problem):
     assert isinstance(res, RelativeTestResult)
     with pytest.raises(AttributeError):
         res.pvalue = 0.5
-    assert "relative KSD (imq, jackknife variance)" == res.method
+    assert res.method == "relative KSD (imq, jackknife variance, max over 10 bandwidths)"
+    assert res.bandwidths.shape == res.zscores.shape == res.statistics.shape == (10,)
+    assert not res.zscores.flags.writeable
+    med = RelativeKSDTest(p, q, bandwidth="median").test(X)
+    assert med.method == "relative KSD (imq, jackknife variance)" and med.zscores is None
 
 
 def test_clear_winner_is_detected():
@@ -134,16 +147,17 @@ def test_clear_winner_is_detected():
 
 def test_functional_equals_estimator(gaussian_problem):
     X, p, q = gaussian_problem
-    a = relative_ksd(X, p, q, variance="ustat")
-    b = RelativeKSDTest(p, q, variance="ustat").test(X)
+    a = relative_ksd(X, p, q, variance="ustat", random_state=0)
+    b = RelativeKSDTest(p, q, variance="ustat", random_state=0).test(X)
     assert a == b
+    assert a != relative_ksd(X, p, q, variance="jackknife", random_state=0)
 
 
 def test_callables_are_models(gaussian_problem):
     X, p, q = gaussian_problem
-    a = RelativeKSDTest(p.grad_logpdf, q.grad_logpdf).test(X)
-    b = RelativeKSDTest(p, q).test(X)
-    assert a.statistic == b.statistic
+    a = RelativeKSDTest(p.grad_logpdf, q.grad_logpdf, random_state=0).test(X)
+    b = RelativeKSDTest(p, q, random_state=0).test(X)
+    assert a == b
 
 
 # ---------------------------------------------------------------------------
@@ -151,11 +165,16 @@ def test_callables_are_models(gaussian_problem):
 # ---------------------------------------------------------------------------
 def test_fit_resolves_bandwidth_and_is_used(gaussian_problem):
     X, p, q = gaussian_problem
-    est = RelativeKSDTest(p, q).fit(X[:20])
+    est = RelativeKSDTest(p, q, bandwidth="median").fit(X[:20])
     assert est.bandwidth_ > 0 and est.n_features_in_ == 3
     res = est.test(X)
     assert res.bandwidth == est.bandwidth_
     assert res == RelativeKSDTest(p, q, bandwidth=est.bandwidth_).test(X)
+    agg = RelativeKSDTest(p, q, random_state=0).fit(X[:20])
+    assert agg.bandwidth_.shape == (10,) and len(agg.kernel_) == 10
+    res = agg.test(X)
+    np.testing.assert_array_equal(res.bandwidths, agg.bandwidth_)
+    assert res == RelativeKSDTest(p, q, bandwidth=agg.bandwidth_, random_state=0).test(X)
 
 
 def test_clone_pickle_and_params(gaussian_problem):
@@ -191,6 +210,9 @@ def test_grid_search_over_bandwidth():
         ({"n_posterior_samples": 0}, "n_posterior_samples"),
         ({"burn_in": -1}, "burn_in"),
         ({"bandwidth": -1.0}, "bandwidth"),
+        ({"bandwidth": "widest"}, "bandwidth"),
+        ({"bandwidth": [1.0, -2.0]}, "bandwidth"),
+        ({"discrepancy": "maxsksd", "bandwidth": [1.0, 2.0]}, "bandwidth"),
     ],
 )
 def test_invalid_parameters_name_the_argument(gaussian_problem, params, match):
@@ -473,10 +495,14 @@ def test_relative_ppca_tie_case_is_a_mirror_image():
     X = R.rvs(80, random_state=0)
     np.testing.assert_allclose(Q.grad_logpdf(X[:, swap]), P.grad_logpdf(X)[:, swap],
                                rtol=1e-12, atol=1e-12)
-    test = RelativeKSDTest(P, Q, kernel="imq")
+    test = RelativeKSDTest(P, Q, kernel="imq", bandwidth="median")
     a, b = test.test(X), test.test(X[:, swap])
     assert a.discrepancy_p == pytest.approx(b.discrepancy_q, rel=1e-10)
     assert a.statistic == pytest.approx(-b.statistic, rel=1e-8)
+    # the bandwidth collection is swap invariant too: every difference changes sign
+    a, b = test.set_params(bandwidth="aggregate").test(X), test.test(X[:, swap])
+    np.testing.assert_allclose(a.bandwidths, b.bandwidths, rtol=1e-12)
+    np.testing.assert_allclose(a.statistics, -b.statistics, rtol=1e-8)
 
 
 # ---------------------------------------------------------------------------
@@ -488,7 +514,8 @@ def test_maxsksd_difference_equals_the_functional_statistics():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(120, 4))
     p, q = Gaussian(np.full(4, 0.4)), Gaussian(np.zeros(4), 1.5)
-    test = RelativeKSDTest(p, q, discrepancy="maxsksd", kernel="rbf", random_state=0).fit(X)
+    test = RelativeKSDTest(p, q, discrepancy="maxsksd", kernel="rbf", bandwidth="median",
+                           random_state=0).fit(X)
     Y = rng.normal(size=(90, 4))
     res = test.test(Y)
     (Gp, Rp, hp), (Gq, Rq, hq) = test.directions_
@@ -497,8 +524,15 @@ def test_maxsksd_difference_equals_the_functional_statistics():
     assert res.discrepancy_p == pytest.approx(up, rel=1e-10)
     assert res.discrepancy_q == pytest.approx(uq, rel=1e-10)
     assert res.statistic == pytest.approx(up - uq, rel=1e-9, abs=1e-12)
-    assert res.bandwidth.shape == (2, 4) and not res.bandwidth.flags.writeable
-    assert res.method.startswith("relative maxSKSD")
+    assert res.bandwidth == 1.0  # the learned per-direction bandwidths, unscaled
+    assert res.method == "relative maxSKSD (rbf, jackknife variance)"
+    # aggregated: the factors scale the medians of the tested projections
+    agg = test.set_params(bandwidth="aggregate").test(Y)
+    k = int(np.argmax(agg.zscores))
+    assert agg.bandwidths.shape == (10,) and agg.bandwidth == agg.bandwidths[k]
+    up_k = max_sksd(Y, p, directions=Gp, slices=Rp,
+                    bandwidth=agg.bandwidths[k] * median_bandwidth_1d(Y @ Gp.T))
+    assert agg.discrepancy_p == pytest.approx(up_k, rel=1e-10)
 
 
 def test_maxsksd_relative_test_keeps_power_in_high_dimension():
@@ -513,7 +547,10 @@ def test_maxsksd_relative_test_keeps_power_in_high_dimension():
     with pytest.raises(ValueError, match="train_size"):
         RelativeKSDTest(p, q, discrepancy="maxsksd", train_size=1.5).test(X)
     with pytest.raises(ValueError, match="train_size"):
-        RelativeKSDTest(p, q, discrepancy="maxsksd", train_size=0.001).test(X)
+        RelativeKSDTest(p, q, discrepancy="maxsksd", cross_fit=False,
+                        train_size=0.001).test(X)
+    with pytest.raises(TypeError, match="cross_fit"):
+        RelativeKSDTest(p, q, discrepancy="maxsksd", cross_fit="yes").test(X)
 
 
 def test_maxsksd_relative_test_clone_pickle():

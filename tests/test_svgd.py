@@ -9,7 +9,7 @@ from skstein._numba import numba_threads
 from skstein._numba.svgd import sliced_svgd_terms, sliced_svgd_terms_symmetric
 from skstein.distributions import Gaussian
 from skstein.kernels import IMQ, RBF
-from skstein.svgd import svgd_terms
+from skstein.flows import svgd_terms
 
 
 def _particles(n=37, d=4, seed=0):

@@ -417,3 +417,33 @@ def median_abs_diff_columns(U, out):
                              + _kth_pair_diff(u, offset + half + 1))
         out[k] = med
     return out
+
+
+@njit(cache=True, parallel=True)
+def quantile_abs_diff_columns(U, q, out):
+    r"""Per column ``k``: the ``q``-quantile of the positive :math:`|u_{ik} - u_{jk}|, i < j`.
+
+    The order statistic of rank :math:`\lceil q P \rceil` among the ``P`` positive
+    differences (lower quantile, no interpolation), by the same counting bisection
+    as :func:`median_abs_diff_columns`; ``-1`` when all differences are zero.
+
+    Parameters
+    ----------
+    U : float64 (n, m)
+    q : float in (0, 1]
+    out : float64 (m,)
+    """
+    n, m = U.shape
+    npairs = n * (n - 1) // 2
+    for k in prange(m):
+        u = np.sort(U[:, k].copy())
+        nzero = _count_le(u, 0.0)
+        total = npairs - nzero
+        if total <= 0:
+            out[k] = -1.0
+            continue
+        rank = int(np.ceil(q * total))
+        if rank < 1:
+            rank = 1
+        out[k] = _kth_pair_diff(u, nzero + rank)
+    return out

@@ -2,11 +2,19 @@
 
 from sklearn.base import BaseEstimator
 
-from .._bootstrap import bootstrap_null, bootstrap_pvalue, bootstrap_threshold
+import numpy as np
+
+from .._bootstrap import aggregate_minp, bootstrap_pvalue, bootstrap_threshold, bootstrap_weights
 from .._random import as_generator
 from .._result import GOFTestResult
-from .._validation import check_samples, evaluate_score
-from ..discrepancy import DEFAULT_MAX_MEMORY, resolve_bandwidth, stein_row_blocks, stein_sums
+from .._validation import check_positive_int, check_samples, evaluate_score
+from ..discrepancy import (
+    DEFAULT_MAX_MEMORY,
+    resolve_bandwidth,
+    resolve_bandwidths,
+    stein_sums,
+    stein_sums_and_forms,
+)
 from ..kernels import make_kernel
 from ._base import SteinTestMixin, is_fitted
 
@@ -21,15 +29,33 @@ class KSDTest(SteinTestMixin, BaseEstimator):
     statistic is the squared KSD (Liu, Lee & Jordan 2016; Chwialkowski, Strathmann &
     Gretton 2016) and its null distribution is bootstrapped.
 
+    With ``bandwidth="aggregate"`` (or an array of bandwidths) the test runs at every
+    bandwidth of a collection and aggregates them (KSDAgg, Schrab, Guedj & Gretton
+    2022): all statistics share one bootstrap (the same weight draws), each gets its
+    bootstrap p-value, and the test rejects when the smallest of them is below the
+    level-corrected threshold that the same draws give for the minimum of ``L``
+    p-values (see :func:`skstein._bootstrap.aggregate_minp`). The level is that of a
+    single bootstrap test for any collection, without a data split, and the power
+    follows the best bandwidth of the collection up to the price of the correction,
+    which is small when neighbouring bandwidths give similar tests. The collection is
+    :func:`skstein.kernels.bandwidth_grid`: ``n_bandwidths`` values in geometric
+    progression from the 1st percentile of the pairwise distances (the scale of a
+    cluster of the data) to twice the median heuristic (the scale of the data).
+
     Parameters
     ----------
     model : distribution or callable
         The model p: an object with ``grad_logpdf(X)`` or a callable ``X -> grad log p(X)``.
     kernel : {"rbf", "imq"}, default="rbf"
         Base kernel (see :mod:`skstein.kernels` for the conventions).
-    bandwidth : float or "median", default="median"
-        Kernel bandwidth; ``"median"`` uses the median heuristic on the data given to
-        :meth:`fit` (or to :meth:`test` when not fitted).
+    bandwidth : "aggregate", "median", float or array-like, default="median"
+        ``"median"``: the median heuristic; a float: that bandwidth; ``"aggregate"``:
+        the aggregated test over :func:`~skstein.kernels.bandwidth_grid`; an
+        array-like of floats: the aggregated test over those bandwidths. Collections
+        and the median are resolved on the data given to :meth:`fit` (or to
+        :meth:`test` when not fitted).
+    n_bandwidths : int, default=10
+        Size of the collection for ``bandwidth="aggregate"``.
     kernel_params : dict, default=None
         Extra kernel parameters, e.g. ``{"beta": -0.5}`` for IMQ.
     statistic : {"u", "v"}, default="u"
@@ -38,22 +64,23 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         Null distribution by the multinomial bootstrap (Liu et al. 2016, Gong et al.
         2021 Eq. 13) or the wild (Rademacher) bootstrap (Chwialkowski et al. 2016).
     n_bootstrap : int, default=1000
-        Number of bootstrap draws.
+        Number of bootstrap draws (shared by all bandwidths of a collection).
     alpha : float, default=0.05
         Significance level.
     random_state : None, int or numpy.random.Generator, default=None
-        Seeds the bootstrap (and the median heuristic's subsample for more than 2000
-        samples).
+        Seeds the bootstrap (and the subsample of the bandwidth heuristics for more
+        than 2000 samples).
     max_memory : int, default=64 MiB
-        Memory budget in bytes for the Stein-kernel temporaries. Beyond it the Stein
-        matrix is recomputed by row blocks, so results do not depend on it.
+        Memory budget in bytes for the Stein-kernel temporaries. The Stein matrix is
+        never formed whole: it is computed by blocks of rows within this budget, and
+        the results do not depend on it.
 
     Attributes
     ----------
-    bandwidth_ : float
-        The bandwidth resolved by :meth:`fit`.
-    kernel_ : RBF or IMQ
-        The fitted base kernel.
+    bandwidth_ : float or ndarray of shape (n_bandwidths,)
+        The bandwidth, or the collection, resolved by :meth:`fit`.
+    kernel_ : RBF, IMQ or tuple of them
+        The fitted base kernel (one per bandwidth of a collection).
     n_features_in_ : int
         Number of features seen in :meth:`fit`.
 
@@ -67,6 +94,8 @@ class KSDTest(SteinTestMixin, BaseEstimator):
        Goodness-of-fit Tests", ICML 2016.
     .. [2] K. Chwialkowski, H. Strathmann, A. Gretton. "A Kernel Test of Goodness of
        Fit", ICML 2016.
+    .. [3] A. Schrab, B. Guedj, A. Gretton. "KSD Aggregated Goodness-of-fit Test",
+       NeurIPS 2022.
 
     Examples
     --------
@@ -77,14 +106,18 @@ class KSDTest(SteinTestMixin, BaseEstimator):
     >>> result = KSDTest(Gaussian(np.zeros(2)), random_state=0).test(X)
     >>> bool(result.reject)
     True
+    >>> agg = KSDTest(Gaussian(np.zeros(2)), bandwidth="aggregate", random_state=0).test(X)
+    >>> bool(agg.reject), agg.bandwidths.shape
+    (True, (10,))
     """
 
-    def __init__(self, model, *, kernel="rbf", bandwidth="median", kernel_params=None,
-                 statistic="u", bootstrap="multinomial", n_bootstrap=1000, alpha=0.05,
-                 random_state=None, max_memory=DEFAULT_MAX_MEMORY):
+    def __init__(self, model, *, kernel="rbf", bandwidth="median", n_bandwidths=10,
+                 kernel_params=None, statistic="u", bootstrap="multinomial", n_bootstrap=1000,
+                 alpha=0.05, random_state=None, max_memory=DEFAULT_MAX_MEMORY):
         self.model = model
         self.kernel = kernel
         self.bandwidth = bandwidth
+        self.n_bandwidths = n_bandwidths
         self.kernel_params = kernel_params
         self.statistic = statistic
         self.bootstrap = bootstrap
@@ -93,8 +126,23 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         self.random_state = random_state
         self.max_memory = max_memory
 
+    def _aggregated(self):
+        """Whether ``bandwidth`` asks for a collection."""
+        b = self.bandwidth
+        return (isinstance(b, str) and b == "aggregate") or (
+            not isinstance(b, (str, bytes)) and np.ndim(b) > 0)
+
+    def _resolve_kernels(self, X, rng):
+        """The kernel, or the tuple of kernels of the collection, resolved on ``X``."""
+        check_positive_int(self.n_bandwidths, "n_bandwidths")
+        if self._aggregated():
+            h = resolve_bandwidths(X, self.bandwidth, self.n_bandwidths, random_state=rng)
+            return h, tuple(make_kernel(self.kernel, float(b), self.kernel_params) for b in h)
+        h = resolve_bandwidth(X, self.bandwidth, random_state=rng)
+        return h, make_kernel(self.kernel, h, self.kernel_params)
+
     def fit(self, X, y=None):
-        """Resolve the bandwidth on ``X``.
+        """Resolve the bandwidth (or the collection of bandwidths) on ``X``.
 
         Parameters
         ----------
@@ -108,20 +156,18 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         self._check_common_params()
         X = self._validate_X(X, reset=True)
         rng = as_generator(self.random_state)
-        self.bandwidth_ = resolve_bandwidth(X, self.bandwidth, random_state=rng)
-        self.kernel_ = make_kernel(self.kernel, self.bandwidth_, self.kernel_params)
+        self.bandwidth_, self.kernel_ = self._resolve_kernels(X, rng)
         return self
 
     def _prepare(self, X, rng):
-        """Validated X, its scores, and the kernel (fitted, or resolved on X)."""
+        """Validated X, its scores, and the kernel(s) (fitted, or resolved on X)."""
         self._check_common_params()
         if is_fitted(self):
             X = self._validate_X(X, reset=False)
             kern = self.kernel_
         else:
             X = check_samples(X)
-            h = resolve_bandwidth(X, self.bandwidth, random_state=rng)
-            kern = make_kernel(self.kernel, h, self.kernel_params)
+            _, kern = self._resolve_kernels(X, rng)
         S = evaluate_score(self.model, X, "model")
         return X, S, kern
 
@@ -135,46 +181,79 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         Returns
         -------
         GOFTestResult
+            For an aggregated test, ``pvalue`` and ``reject`` are those of the
+            aggregated test; ``bandwidths``, ``statistics`` and ``pvalues`` hold each
+            bandwidth's statistic and own p-value, ``rejected`` which bandwidths
+            reject at the corrected per-bandwidth level ``pvalue_threshold``;
+            ``statistic``, ``bandwidth``, ``threshold`` and ``null_distribution``
+            are those of the most significant bandwidth.
         """
         rng = as_generator(self.random_state)
         bw_rng, boot_rng = rng.spawn(2)
         X, S, kern = self._prepare(X, bw_rng)
+        kernels = kern if isinstance(kern, tuple) else (kern,)
         n = X.shape[0]
-        in_memory = 3 * 8 * n * n <= self.max_memory
-        sums = stein_sums(X, S, kern, return_matrix=in_memory, max_memory=self.max_memory)
-        stat = sums.statistic(self.statistic)
-        if in_memory:
-            H = sums.upper
-        else:
-            H = stein_row_blocks(X, S, kern, max_memory=self.max_memory)
-        null = bootstrap_null(H, self.bootstrap, self.n_bootstrap, boot_rng,
-                              statistic=self.statistic, diag=sums.diag, n=n)
-        pvalue = bootstrap_pvalue(stat, null)
+        V = bootstrap_weights(self.bootstrap, n, self.n_bootstrap, boot_rng, self.statistic)
+        sums, null = stein_sums_and_forms(X, S, kernels, V, max_memory=self.max_memory)
+        if self.statistic == "v":
+            null += (V * V) @ np.stack([s.diag for s in sums], axis=1)
+        stats = np.array([s.statistic(self.statistic) for s in sums])
+        method = f"KSD ({kernels[0].name}, {self.statistic}-statistic, {self.bootstrap} bootstrap"
+        common = dict(alpha=float(self.alpha), n_samples=n, bootstrap=self.bootstrap,
+                      n_bootstrap=int(self.n_bootstrap))
+        if not isinstance(kern, tuple):
+            pvalue = bootstrap_pvalue(stats[0], null[:, 0])
+            return GOFTestResult(
+                statistic=float(stats[0]),
+                pvalue=float(pvalue),
+                threshold=bootstrap_threshold(null[:, 0], self.alpha),
+                reject=bool(pvalue <= self.alpha),
+                method=method + ")",
+                bandwidth=kern.bandwidth,
+                null_distribution=null[:, 0],
+                **common,
+            )
+        agg = aggregate_minp(stats, null, self.alpha)
+        k = agg.selected
+        bandwidths = np.array([kern.bandwidth for kern in kernels])
         return GOFTestResult(
-            statistic=float(stat),
-            pvalue=float(pvalue),
-            threshold=bootstrap_threshold(null, self.alpha),
-            reject=bool(pvalue <= self.alpha),
-            alpha=float(self.alpha),
-            method=f"KSD ({kern.name}, {self.statistic}-statistic, {self.bootstrap} bootstrap)",
-            n_samples=n,
-            bootstrap=self.bootstrap,
-            n_bootstrap=int(self.n_bootstrap),
-            bandwidth=kern.bandwidth,
-            null_distribution=null,
+            statistic=float(stats[k]),
+            pvalue=agg.pvalue,
+            threshold=bootstrap_threshold(null[:, k], agg.level),
+            reject=bool(agg.pvalue <= self.alpha),
+            method=method + f", aggregated over {len(kernels)} bandwidths)",
+            bandwidth=float(bandwidths[k]),
+            null_distribution=null[:, k],
+            bandwidths=bandwidths,
+            statistics=stats,
+            pvalues=agg.pvalues,
+            rejected=agg.rejected,
+            pvalue_threshold=agg.level,
+            **common,
         )
 
-    def discrepancy(self, X):
-        """The squared KSD of ``X`` to the model (the test statistic)."""
+    def _all_sums(self, X):
         X, S, kern = self._prepare(X, as_generator(self.random_state))
-        return stein_sums(X, S, kern, max_memory=self.max_memory).statistic(self.statistic)
+        kernels = kern if isinstance(kern, tuple) else (kern,)
+        return [stein_sums(X, S, k, max_memory=self.max_memory) for k in kernels], \
+            isinstance(kern, tuple)
+
+    def discrepancy(self, X):
+        """The squared KSD of ``X`` to the model (the test statistic).
+
+        For an aggregated test, the array of the statistics at each bandwidth.
+        """
+        sums, aggregated = self._all_sums(X)
+        values = np.array([s.statistic(self.statistic) for s in sums])
+        return values if aggregated else float(values[0])
 
     def score(self, X, y=None):
         r"""Test-power criterion on ``X``: :math:`\mathrm{KSD}^2_U / \hat\sigma_{H_1}`.
 
         Higher means more power to reject; ``GridSearchCV`` over ``bandwidth`` and
         ``kernel`` therefore picks the most powerful test. See
-        :meth:`skstein.discrepancy.SteinSums.power_criterion`.
+        :meth:`skstein.discrepancy.SteinSums.power_criterion`. For an aggregated
+        test, the largest criterion over the collection.
         """
-        X, S, kern = self._prepare(X, as_generator(self.random_state))
-        return float(stein_sums(X, S, kern, max_memory=self.max_memory).power_criterion())
+        sums, _ = self._all_sums(X)
+        return float(max(s.power_criterion() for s in sums))

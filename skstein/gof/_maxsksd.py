@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from threadpoolctl import threadpool_limits
 
-from .._bootstrap import bootstrap_null, bootstrap_pvalue, bootstrap_threshold
+from .._bootstrap import aggregate_minp, bootstrap_pvalue, bootstrap_threshold, bootstrap_weights
 from .._random import as_generator
 from .._result import GOFTestResult
 from .._validation import (
@@ -28,9 +28,11 @@ from ..directions import (
 )
 from ..discrepancy import (
     DEFAULT_MAX_MEMORY,
+    is_collection,
     resolve_sliced_bandwidth,
-    sliced_stein_row_blocks,
+    resolve_sliced_bandwidths,
     sliced_stein_sums,
+    sliced_sums_and_forms,
     sliced_value_and_grad,
 )
 from ._base import SteinTestMixin, is_fitted
@@ -75,12 +77,21 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
     bandwidth : "median", float or array-like of shape (m,), default="median"
         Per-pair bandwidths; ``"median"``: median heuristic of the training
         projections, fixed in :meth:`fit`.
-    test_bandwidth : None, "median", float or array-like of shape (m,), default=None
+    test_bandwidth : None, "median", "aggregate", float or array-like, default=None
         Bandwidths of :meth:`test`, :meth:`discrepancy` and :meth:`score`.
         ``None``: those learned with the directions (``bandwidth_``); ``"median"``:
-        the median heuristic of the tested sample's projections; a float or array:
-        fixed. The directions are learned with ``bandwidth``; a smoother kernel
-        there and a narrower one in the test can have more power (``gof-rbm``).
+        the median heuristic of the tested sample's projections; a float or an array
+        of shape (m,): fixed. ``"aggregate"``: the aggregated test (as in
+        :class:`KSDTest`, one bootstrap shared by all, min-p level correction) over
+        the median bandwidths of the tested projections times ``n_bandwidths``
+        common factors of :func:`~skstein.kernels.bandwidth_factor_grid` (from the
+        cluster scale of the projected data to twice the median); an array of shape
+        (L, m): aggregated over its rows. The directions are learned with
+        ``bandwidth``: a smooth kernel suits the ascent, while the structure that
+        tells sample and model apart may sit at a finer scale along the learned
+        directions (``gof-rbm``), which the aggregated test finds without a choice.
+    n_bandwidths : int, default=10
+        Number of factors for ``test_bandwidth="aggregate"``.
     kernel_params : dict, default=None
         ``{"beta": ...}`` for IMQ.
     init : {"identity", "random"} or array-like, default="identity"
@@ -155,7 +166,8 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
     """
 
     def __init__(self, model, *, variant="g", n_slices=None, kernel="rbf", bandwidth="median",
-                 test_bandwidth=None, kernel_params=None, init="identity", optimizer="adam",
+                 test_bandwidth=None, n_bandwidths=10, kernel_params=None, init="identity",
+                 optimizer="adam",
                  learning_rate=0.01, schedule="cosine", max_iter=20, tol=1e-3, patience=10,
                  n_restarts=1, bandwidth_every=10, validation_fraction=0.25, batch_size=None,
                  orthogonal_slices=True, train_size=0.2, statistic="u",
@@ -167,6 +179,7 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.test_bandwidth = test_bandwidth
+        self.n_bandwidths = n_bandwidths
         self.kernel_params = kernel_params
         self.init = init
         self.optimizer = optimizer
@@ -324,16 +337,23 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
             Xtr, X = self._split(X, split_rng)
             res = self._search(Xtr, search_rng)
             G, R, h = res.directions, res.slices, res.bandwidth
-        if self.test_bandwidth is not None:
-            h = resolve_sliced_bandwidth(X @ G.T, self.test_bandwidth, random_state=rng,
-                                         name="test_bandwidth")
+        tb = self.test_bandwidth
+        if is_collection(tb) or (tb is not None and not isinstance(tb, str) and np.ndim(tb) == 2):
+            check_positive_int(self.n_bandwidths, "n_bandwidths")
+            h = resolve_sliced_bandwidths(X @ G.T, tb, self.n_bandwidths, random_state=rng,
+                                          name="test_bandwidth")
+        elif tb is not None:
+            h = resolve_sliced_bandwidth(X @ G.T, tb, random_state=rng, name="test_bandwidth")
         S = evaluate_score(self.model, X, "model")
         return X, S, G, R, h
 
-    def _sums(self, X, S, G, R, h, return_matrix=False):
-        return sliced_stein_sums(X, S, G, R, h, kernel=self.kernel,
-                                 kernel_params=self.kernel_params,
-                                 return_matrix=return_matrix, max_memory=self.max_memory)
+    def _all_sums(self, X):
+        X, S, G, R, h = self._prepare(X, as_generator(self.random_state).spawn(2)[0])
+        rows = h if h.ndim == 2 else h[None, :]
+        sums = [sliced_stein_sums(X, S, G, R, hk, kernel=self.kernel,
+                                  kernel_params=self.kernel_params, max_memory=self.max_memory)
+                for hk in rows]
+        return sums, h.ndim == 2
 
     def test(self, X):
         """Run the test on ``X`` (held-out data when fitted; else Algorithm 1 on a split).
@@ -352,41 +372,47 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
         prep_rng, boot_rng = rng.spawn(2)
         X, S, G, R, h = self._prepare(X, prep_rng)
         n = X.shape[0]
-        in_memory = 8 * n * n <= self.max_memory
-        sums = self._sums(X, S, G, R, h, return_matrix=in_memory)
-        stat = sums.statistic(self.statistic)
-        if in_memory:
-            H = sums.upper
-        else:
-            H = sliced_stein_row_blocks(X, S, G, R, h, kernel=self.kernel,
-                                        kernel_params=self.kernel_params,
-                                        max_memory=self.max_memory)
-        null = bootstrap_null(H, self.bootstrap, self.n_bootstrap, boot_rng,
-                              statistic=self.statistic, diag=sums.diag, n=n)
-        pvalue = bootstrap_pvalue(stat, null)
+        rows = h if h.ndim == 2 else h[None, :]
+        V = bootstrap_weights(self.bootstrap, n, self.n_bootstrap, boot_rng, self.statistic)
+        sums, null = sliced_sums_and_forms(X, S, G, R, rows, V, kernel=self.kernel,
+                                           kernel_params=self.kernel_params,
+                                           max_memory=self.max_memory)
+        if self.statistic == "v":
+            null += (V * V) @ np.stack([s.diag for s in sums], axis=1)
+        stats = np.array([s.statistic(self.statistic) for s in sums])
+        method = (f"maxSKSD-{self.variant} ({self.kernel}, {self.statistic}-statistic, "
+                  f"{self.bootstrap} bootstrap")
+        common = dict(alpha=float(self.alpha), n_samples=n, bootstrap=self.bootstrap,
+                      n_bootstrap=int(self.n_bootstrap))
+        if h.ndim == 1:
+            pvalue = bootstrap_pvalue(stats[0], null[:, 0])
+            return GOFTestResult(
+                statistic=float(stats[0]), pvalue=float(pvalue),
+                threshold=bootstrap_threshold(null[:, 0], self.alpha),
+                reject=bool(pvalue <= self.alpha), method=method + ")",
+                bandwidth=np.asarray(h, dtype=np.float64), null_distribution=null[:, 0],
+                **common)
+        agg = aggregate_minp(stats, null, self.alpha)
+        k = agg.selected
         return GOFTestResult(
-            statistic=float(stat),
-            pvalue=float(pvalue),
-            threshold=bootstrap_threshold(null, self.alpha),
-            reject=bool(pvalue <= self.alpha),
-            alpha=float(self.alpha),
-            method=(f"maxSKSD-{self.variant} ({self.kernel}, {self.statistic}-statistic, "
-                    f"{self.bootstrap} bootstrap)"),
-            n_samples=n,
-            bootstrap=self.bootstrap,
-            n_bootstrap=int(self.n_bootstrap),
-            bandwidth=np.asarray(h, dtype=np.float64),
-            null_distribution=null,
-        )
+            statistic=float(stats[k]), pvalue=agg.pvalue,
+            threshold=bootstrap_threshold(null[:, k], agg.level),
+            reject=bool(agg.pvalue <= self.alpha),
+            method=method + f", aggregated over {len(rows)} bandwidth factors)",
+            bandwidth=rows[k], null_distribution=null[:, k],
+            bandwidths=rows, statistics=stats, pvalues=agg.pvalues,
+            rejected=agg.rejected, pvalue_threshold=agg.level, **common)
 
     def discrepancy(self, X):
         """The sliced KSD of ``X`` along the fitted directions (the test statistic).
 
         When not fitted, the directions are learned on a ``train_size`` split of
-        ``X`` and the value is computed on the rest, as in :meth:`test`.
+        ``X`` and the value is computed on the rest, as in :meth:`test`. For an
+        aggregated test, the array of the statistics at each bandwidth factor.
         """
-        X, S, G, R, h = self._prepare(X, as_generator(self.random_state).spawn(2)[0])
-        return float(self._sums(X, S, G, R, h).statistic(self.statistic))
+        sums, aggregated = self._all_sums(X)
+        values = np.array([s.statistic(self.statistic) for s in sums])
+        return values if aggregated else float(values[0])
 
     def score(self, X, y=None):
         r"""Test-power criterion on ``X``: :math:`\mathrm{SKSD}^2_U / \hat\sigma_{H_1}`.
@@ -394,6 +420,7 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
         Higher means more power; ``GridSearchCV`` over ``bandwidth``, ``kernel`` or
         ``n_slices`` fits the directions on each training fold and scores them on
         the held-out fold. See :meth:`skstein.discrepancy.SteinSums.power_criterion`.
+        For an aggregated test, the largest criterion over the collection.
         """
-        X, S, G, R, h = self._prepare(X, as_generator(self.random_state).spawn(2)[0])
-        return float(self._sums(X, S, G, R, h).power_criterion())
+        sums, _ = self._all_sums(X)
+        return float(max(s.power_criterion() for s in sums))

@@ -1,6 +1,7 @@
 """The normal-approximation decision shared by the relative tests."""
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import norm
@@ -8,7 +9,8 @@ from scipy.stats import norm
 from .._result import RelativeTestResult
 from .._validation import check_choice
 
-__all__ = ["VARIANCES", "relative_variance", "decide", "result_from_sums"]
+__all__ = ["VARIANCES", "relative_variance", "decide", "result_from_sums", "DifferenceSums",
+           "difference_sums", "combine_folds", "max_z_decision", "aggregated_result"]
 
 #: Variance estimators of the relative KSD test.
 VARIANCES = ("jackknife", "ustat")
@@ -99,4 +101,150 @@ def result_from_sums(sums, n, variance, alpha, method, bandwidth):
         variance=variance,
         bandwidth=bandwidth if isinstance(bandwidth, np.ndarray) else float(bandwidth),
         degenerate=degenerate,
+    )
+
+
+@dataclass
+class DifferenceSums:
+    r"""Sufficient statistics of the difference of two U-statistics, per kernel.
+
+    Attributes
+    ----------
+    n : int
+        Samples the statistics are computed on (all folds together).
+    u_p, u_q : ndarray (L,)
+        The two discrepancy estimates under each of ``L`` kernels.
+    stat : ndarray (L,)
+        :math:`\hat D_l = U_l(P) - U_l(Q)`.
+    sigma : ndarray (L,)
+        Estimated standard deviation of :math:`\sqrt n \hat D_l`.
+    influence : ndarray (L, n)
+        Centred first-order influence of each sample on :math:`\hat D_l`
+        (:math:`r_{li}/(n-1)` minus its mean, with :math:`r_{li}` the row sums of the
+        difference of the Stein matrices): the correlation of the ``L`` studentised
+        differences is the correlation of these rows.
+    scale : float
+        Magnitude of the Stein-kernel values (rounding tolerance of a vanishing variance).
+    """
+
+    n: int
+    u_p: np.ndarray
+    u_q: np.ndarray
+    stat: np.ndarray
+    sigma: np.ndarray
+    influence: np.ndarray
+    scale: float
+
+
+def difference_sums(sums_p, sums_q, variance):
+    """:class:`DifferenceSums` from the ``SteinSums`` of P and of Q under each kernel."""
+    n = sums_p[0].n
+    total = np.array([a.offdiag_sum - b.offdiag_sum for a, b in zip(sums_p, sums_q)])
+    rows = np.stack([a.rowsums - b.rowsums for a, b in zip(sums_p, sums_q)])
+    sigma = np.array([relative_variance(r, t, n, variance) for r, t in zip(rows, total)])
+    influence = (rows - rows.mean(axis=1, keepdims=True)) / (n - 1.0)
+    scale = max(max(float(np.mean(np.abs(s.rowsums))) for s in sums_p),
+                max(float(np.mean(np.abs(s.rowsums))) for s in sums_q)) / (n - 1.0)
+    return DifferenceSums(
+        n=n,
+        u_p=np.array([s.statistic("u") for s in sums_p]),
+        u_q=np.array([s.statistic("u") for s in sums_q]),
+        stat=total / (n * (n - 1.0)),
+        sigma=sigma,
+        influence=influence,
+        scale=scale,
+    )
+
+
+def combine_folds(folds):
+    r"""One :class:`DifferenceSums` from disjoint folds (cross-fitting).
+
+    With fold sizes :math:`n_f` and :math:`n = \sum_f n_f`, the combined difference is
+    :math:`\hat D = \sum_f n_f \hat D_f / n` and, the folds' U-statistics being
+    independent given their kernels, :math:`\sigma^2 = \sum_f n_f \sigma_f^2 / n`
+    (the variance of :math:`\sqrt n \hat D`); the influence rows are concatenated.
+    """
+    n = sum(f.n for f in folds)
+    w = np.array([f.n / n for f in folds])
+    return DifferenceSums(
+        n=n,
+        u_p=sum(wi * f.u_p for wi, f in zip(w, folds)),
+        u_q=sum(wi * f.u_q for wi, f in zip(w, folds)),
+        stat=sum(wi * f.stat for wi, f in zip(w, folds)),
+        sigma=np.sqrt(sum(wi * f.sigma**2 for wi, f in zip(w, folds))),
+        influence=np.concatenate([f.influence for f in folds], axis=1),
+        scale=max(f.scale for f in folds),
+    )
+
+
+#: Draws of the fitted normal used to calibrate the maximum of the z-scores.
+MAX_Z_DRAWS = 20000
+
+
+def max_z_decision(zscores, influence, alpha, rng, n_draws=MAX_Z_DRAWS):
+    r"""Calibrate :math:`\max_l z_l` of jointly normal studentised differences.
+
+    Under H0 at its boundary the ``L`` studentised differences are asymptotically
+    :math:`N(0, \Sigma)` with :math:`\Sigma` the correlation of their Hoeffding
+    projections, estimated by the correlation of the rows of ``influence``. The
+    ``(1 - alpha)`` quantile of :math:`\max_l Z_l` and the p-value
+    :math:`(1 + \#\{\max_l Z_{ml} \ge \max_l z_l\}) / (1 + M)` come from ``n_draws``
+    draws of that normal (from ``rng``, so a seed fixes them).
+
+    Returns
+    -------
+    pvalue, z_threshold : float
+    """
+    L = zscores.shape[0]
+    corr = np.corrcoef(influence) if L > 1 else np.ones((1, 1))
+    corr = np.atleast_2d(corr)
+    evals, evecs = np.linalg.eigh(corr)
+    A = evecs * np.sqrt(np.clip(evals, 0.0, None))
+    Z = rng.standard_normal((n_draws, L)) @ A.T
+    zmax = Z.max(axis=1)
+    observed = float(np.max(zscores))
+    pvalue = (1.0 + np.count_nonzero(zmax >= observed)) / (1.0 + n_draws)
+    k = int(np.floor(alpha * (1.0 + n_draws) + 1e-9)) - 1
+    z_threshold = float(np.sort(zmax)[::-1][k]) if k >= 0 else np.inf
+    return float(pvalue), z_threshold
+
+
+def aggregated_result(sums, alpha, method, bandwidths, variance, rng):
+    """Decision of the relative test over a collection of kernels (max of the z-scores).
+
+    Kernels under which the difference is degenerate (P and Q give the same Stein
+    matrix to rounding) are left out of the maximum; if all are, the result is
+    degenerate (no rejection).
+    """
+    n = sums.n
+    tol = 8.0 * _EPS * n * max(sums.scale, np.finfo(np.float64).tiny)
+    ok = np.isfinite(sums.sigma) & (sums.sigma > tol)
+    z = np.zeros_like(sums.stat)
+    z[ok] = np.sqrt(n) * sums.stat[ok] / sums.sigma[ok]
+    if not np.any(ok):
+        k, pvalue, zthr, degenerate = 0, 1.0, np.inf, True
+    else:
+        idx = np.flatnonzero(ok)
+        pvalue, zthr = max_z_decision(z[idx], sums.influence[idx], alpha, rng)
+        k = int(idx[np.argmax(z[idx])])
+        degenerate = False
+    return RelativeTestResult(
+        statistic=float(sums.stat[k]),
+        pvalue=float(pvalue),
+        threshold=float(sums.sigma[k] * zthr / np.sqrt(n)) if not degenerate else 0.0,
+        reject=bool((not degenerate) and pvalue <= alpha),
+        alpha=float(alpha),
+        method=method,
+        n_samples=n,
+        discrepancy_p=float(sums.u_p[k]),
+        discrepancy_q=float(sums.u_q[k]),
+        sigma=float(sums.sigma[k]),
+        zscore=float(z[k]),
+        variance=variance,
+        bandwidth=float(bandwidths[k]),
+        degenerate=degenerate,
+        bandwidths=np.asarray(bandwidths, dtype=np.float64),
+        zscores=z,
+        statistics=sums.stat,
+        zscore_threshold=float(zthr),
     )
