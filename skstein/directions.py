@@ -1,8 +1,8 @@
-r"""Direction search for maxSKSD: gradient ascent over unit-norm directions.
+r"""Direction search for maxSKSD: data-driven starts and gradient ascent.
 
 maxSKSD (Gong, Li & Hernández-Lobato 2021) maximises the sliced KSD over the test
-directions :math:`g_k` (maxSKSD-g, slices :math:`r_k = e_k`) or over both an
-orthonormal set of slices :math:`r_k` and their directions (maxSKSD-rg):
+directions :math:`g_k` (maxSKSD-g, slices :math:`r_k = e_k`) or over both the slices
+:math:`r_k` and their directions (maxSKSD-rg):
 
 .. math::
 
@@ -12,18 +12,45 @@ orthonormal set of slices :math:`r_k` and their directions (maxSKSD-rg):
 The objective is the U-statistic on the training sample, with exact full-batch
 gradients in closed form (:func:`skstein.discrepancy.sliced_value_and_grad`).
 Each step projects the Euclidean gradient onto the tangent space of the
-constraint (unit-norm rows of ``G``; orthonormal rows of ``R``), takes an Adam or
-plain ascent step, and maps back (row normalisation; a QR factorisation for
-``R``). The bandwidths are treated as constants in each step; with
+constraint (unit-norm rows of ``G``; orthonormal or unit rows of ``R``), takes an
+Adam or plain ascent step, and maps back (row normalisation; a QR factorisation for
+orthonormal ``R``). The bandwidths are treated as constants in each step; with
 ``bandwidth="median"`` they are re-estimated on the current projections every
 ``bandwidth_every`` steps and at the end. The iterate returned is the best on a
 held-out part of the training sample (``validation_fraction``): the SKSD of a
 few hundred points can be driven far up along directions that fit their noise,
 and selecting on held-out points keeps what generalises.
 
-For a factorised model and factorised data the optimal directions of maxSKSD-g
-are the coordinate axes (Gong et al. 2021, appendix E), so ``init="identity"``
-starts at the optimum of that class and the ascent only has to correct it.
+**Where the ascent starts** (``init="auto"``, the default) decides what it can find:
+an ascent of a few hundred points refines directions, it does not discover them in
+50 dimensions. The starts are built from *Stein moments* of the training part,
+:math:`E_q[(s_p(x)\cdot r)\,\varphi(g \cdot \tilde x) + (r \cdot g)\,\varphi'(g\cdot\tilde x)]`,
+which vanish for every direction when the sample comes from :math:`p` (the Stein
+identity with the test function :math:`\varphi`, :math:`\tilde x` the centred data),
+so their large values point at departures:
+
+* ``"identity"``: the coordinate axes, optimal when model and data factorise over
+  them (Gong et al. 2021, appendix E);
+* ``"spectral"``, :math:`\varphi(u) = u` and :math:`\varphi = 1`: the symmetric Stein
+  moment matrix :math:`M = \mathrm{sym}(\frac1N\sum_i s_p(x_i)\tilde x_i^\top) + I`,
+  zero in expectation under :math:`p`. maxSKSD-rg starts at the mean score direction
+  and the eigenvectors of :math:`M` taken alternately from both ends of its spectrum
+  (departures in second moments, e.g. a variance along an oblique direction);
+  maxSKSD-g starts slice :math:`d` at row :math:`d` of :math:`M`, the direction
+  :math:`g` that maximises :math:`(Mg)_d`. Cost: one ``D x D`` eigendecomposition.
+* ``"cubic"``, :math:`\varphi(u) = u^3` on standardised data: the unit directions
+  that maximise :math:`|E[(s_p\cdot r) u^3 + 3 (r\cdot g) u^2]|` (departures in
+  third and fourth moments, e.g. heavy tails along an oblique direction: for a
+  Gaussian model this is a projection-pursuit / FastICA contrast), found by a
+  fixed-point (power) iteration on its gradient, with deflation for maxSKSD-rg (one
+  direction per pair, each orthogonal to those before) and one iteration per slice
+  started at its axis for maxSKSD-g. Cost: ``O(N D m)`` per iteration, at most 50.
+
+For maxSKSD-g every slice then starts from whichever of its three candidate
+directions has the largest held-out :math:`S_k`, and one ascent refines them. For
+maxSKSD-rg the ascent runs from each of the three starts and the start whose
+ascent reaches the largest held-out objective wins. The held-out part of the
+training sample is never used for gradients or Stein moments.
 """
 
 import numbers
@@ -49,7 +76,8 @@ from .discrepancy import (
 )
 from .kernels import KERNELS
 
-__all__ = ["search_directions", "DirectionSearchResult", "VARIANTS", "OPTIMIZERS", "SCHEDULES"]
+__all__ = ["search_directions", "DirectionSearchResult", "AscentSettings", "stein_starts",
+           "stein_moment_matrix", "VARIANTS", "OPTIMIZERS", "SCHEDULES", "AUTO_STARTS"]
 
 VARIANTS = ("g", "rg")
 OPTIMIZERS = ("adam", "gd")
@@ -74,9 +102,15 @@ class DirectionSearchResult:
         search used when it reached them: on the validation part when the search
         held one out, else on the training sample.
     n_iter : int
-        Ascent steps taken (summed over restarts).
+        Ascent steps taken (summed over starts and restarts).
     history : ndarray
-        Objective after each step of the best restart (left out of the repr).
+        Objective after each step of the best start (left out of the repr).
+    pair_objectives : ndarray (m,)
+        Each pair's share of ``objective`` (held-out ``S_k`` of its selected iterate).
+    start : str
+        Which start the directions came from (``"identity"``, ``"spectral"``,
+        ``"cubic"``, ``"per-slice"`` for maxSKSD-g with ``init="auto"``, ``"given"``,
+        ``"random"``).
     """
 
     directions: np.ndarray
@@ -85,6 +119,8 @@ class DirectionSearchResult:
     objective: float
     n_iter: int
     history: np.ndarray = field(repr=False)
+    pair_objectives: np.ndarray = field(default=None, repr=False)
+    start: str = None
 
 
 def _orthonormal_rows(M):
@@ -131,8 +167,9 @@ def _n_pairs(variant, n_slices, d):
 def _first_start(init, variant, m, d, rng, orthogonal_slices=True):
     """(G0, R0) from ``init``: "identity", "random", an array G0 or a tuple (G0, R0)."""
     if isinstance(init, str):
-        check_choice(init, "init", ("identity", "random"))
-        return _initial(init, variant, m, d, rng)
+        check_choice(init, "init", ("auto", "identity", "random"))
+        # the data-driven starts need a training sample; a stream starts at the axes
+        return _initial("identity" if init == "auto" else init, variant, m, d, rng)
     if isinstance(init, tuple):
         if len(init) != 2:
             raise ValueError("init as a tuple must be (G0, R0).")
@@ -146,6 +183,136 @@ def _first_start(init, variant, m, d, rng, orthogonal_slices=True):
     if variant == "rg" and orthogonal_slices:
         R0 = _orthonormal_rows(R0)
     return G0, R0
+
+
+#: Maximum iterations of the fixed-point iteration of the cubic Stein moment.
+CUBIC_ITERATIONS = 50
+#: Starts of ``init="auto"``.
+AUTO_STARTS = ("identity", "spectral", "cubic")
+
+
+def _standardised(X):
+    """Centred data divided by its overall root mean square (one scale for all axes)."""
+    Xc = X - X.mean(axis=0)
+    scale = np.sqrt(np.mean(Xc * Xc))
+    return Xc / (scale if scale > 0 else 1.0)
+
+
+def stein_moment_matrix(X, S):
+    r"""Symmetric Stein moment matrix :math:`\mathrm{sym}(\frac1N \sum_i s_i \tilde x_i^\top) + I`.
+
+    Zero in expectation when the rows of ``X`` come from the model whose scores are
+    ``S`` (Stein's identity with the linear test functions :math:`x \mapsto x_a`);
+    ``X`` is centred at its mean.
+    """
+    Xc = X - X.mean(axis=0)
+    M = S.T @ Xc / X.shape[0]
+    M = 0.5 * (M + M.T)
+    M[np.diag_indices_from(M)] += 1.0
+    return M
+
+
+def _spectral_start(X, S, variant, m, orthogonal_slices):
+    d = X.shape[1]
+    M = stein_moment_matrix(X, S)
+    if variant == "g":
+        norms = np.linalg.norm(M, axis=1)
+        G = np.where(norms[:, None] > 0, M / np.where(norms > 0, norms, 1.0)[:, None], np.eye(d))
+        return np.ascontiguousarray(G), np.eye(d)
+    evals, evecs = np.linalg.eigh(M)
+    order = []
+    lo, hi = 0, d - 1
+    while lo <= hi:  # alternate ends of the spectrum, the larger |eigenvalue| first
+        if abs(evals[hi]) >= abs(evals[lo]):
+            order += [hi, lo] if lo != hi else [hi]
+        else:
+            order += [lo, hi]
+        lo, hi = lo + 1, hi - 1
+    cands = [evecs[:, k] for k in order]
+    mean_score = S.mean(axis=0)
+    if np.linalg.norm(mean_score) > 0:
+        cands.insert(0, mean_score / np.linalg.norm(mean_score))
+    C = np.array(cands[:m])
+    R = _orthonormal_rows(C) if orthogonal_slices else _unit_rows(C)
+    return R.copy(), R
+
+
+def _cubic_gradients_per_slice(Xs, S, G):
+    """Gradients of :math:`f_d(g_d) = E[s_d u^3 + 3 g_{dd} u^2]`, ``u = Xs g_d``, for all d."""
+    n = Xs.shape[0]
+    U = Xs @ G.T
+    grad = 3.0 * ((S * U * U).T @ Xs) / n
+    grad[np.diag_indices_from(grad)] += 3.0 * np.mean(U * U, axis=0)
+    grad += 6.0 * np.diag(G)[:, None] * (U.T @ Xs) / n
+    values = np.mean(S * U**3, axis=0) + 3.0 * np.diag(G) * np.mean(U * U, axis=0)
+    return values, grad
+
+
+def _cubic_start(X, S, variant, m, rng, orthogonal_slices):
+    d = X.shape[1]
+    Xs = _standardised(X)
+    n = Xs.shape[0]
+    if variant == "g":
+        G = np.eye(d)
+        for _ in range(CUBIC_ITERATIONS):
+            values, grad = _cubic_gradients_per_slice(Xs, S, G)
+            new = np.sign(values)[:, None] * grad
+            norms = np.linalg.norm(new, axis=1)
+            new = np.where(norms[:, None] > 0, new / np.where(norms > 0, norms, 1.0)[:, None], G)
+            done = np.all(np.abs(np.einsum("kd,kd->k", new, G)) > 1.0 - 1e-10)
+            G = new
+            if done:
+                break
+        return np.ascontiguousarray(G), np.eye(d)
+    found = []
+    for _ in range(m):
+        g = rng.standard_normal(d)
+        for b in found:
+            g -= (g @ b) * b
+        g /= np.linalg.norm(g)
+        for _ in range(CUBIC_ITERATIONS):
+            u = Xs @ g
+            a = S @ g
+            value = np.mean(a * u**3 + 3.0 * u * u)
+            grad = S.T @ (u**3) / n + 3.0 * Xs.T @ (a * u * u) / n + 6.0 * Xs.T @ u / n
+            grad *= np.sign(value) if value != 0 else 1.0
+            for b in found:
+                grad -= (grad @ b) * b
+            norm = np.linalg.norm(grad)
+            if norm == 0:
+                break
+            new = grad / norm
+            done = abs(new @ g) > 1.0 - 1e-10
+            g = new
+            if done:
+                break
+        found.append(g)
+    C = np.array(found)
+    R = _orthonormal_rows(C) if orthogonal_slices else _unit_rows(C)
+    return R.copy(), R
+
+
+def stein_starts(X, S, variant, m, rng, orthogonal_slices=True):
+    """The data-driven starts of ``init="auto"``: ``{name: (G0, R0)}`` (see module docstring).
+
+    Parameters
+    ----------
+    X, S : ndarray (n, d)
+        Training sample and its scores.
+    variant : {"g", "rg"}
+    m : int
+        Number of (slice, direction) pairs.
+    rng : Generator
+        Deflation starts of the cubic iteration.
+    orthogonal_slices : bool
+    """
+    d = X.shape[1]
+    identity = np.eye(d)[:m].copy()
+    return {
+        "identity": (identity.copy(), identity if variant == "rg" else np.eye(d)),
+        "spectral": _spectral_start(X, S, variant, m, orthogonal_slices),
+        "cubic": _cubic_start(X, S, variant, m, rng, orthogonal_slices),
+    }
 
 
 class _Adam:
@@ -197,35 +364,64 @@ def _ascent_step(G, R, gG, gR, opt_g, opt_r, rate, orthogonal_slices=True):
     return G, R
 
 
-def _ascend(X, S, G, R, variant, bandwidth, kernel, kernel_params, optimizer, lr, schedule,
-            max_iter, tol, patience, bandwidth_every, rng, Xv=None, Sv=None, batch_size=None,
-            orthogonal_slices=True):
-    """One restart. Returns ((objective, G, R, h), n_iter, history).
+@dataclass(frozen=True)
+class AscentSettings:
+    """Settings of one ascent (see :func:`search_directions` for their meaning)."""
+
+    kernel: str = "rbf"
+    kernel_params: dict = None
+    optimizer: str = "adam"
+    learning_rate: float = 0.01
+    schedule: str = "cosine"
+    max_iter: int = 20
+    tol: float = 1e-3
+    patience: int = 10
+    bandwidth_every: int = 10
+    batch_size: int = None
+    orthogonal_slices: bool = True
+
+    def kernel_kwargs(self):
+        return dict(kernel=self.kernel, kernel_params=self.kernel_params)
+
+
+def _ascend(X, S, G, R, variant, bandwidth, cfg, rng, Xv=None, Sv=None):
+    """One ascent from ``(G, R)``. Returns ((objective, G, R, h, per_pair), n_iter, history).
 
     Without a validation sample the best iterate by training objective is kept. With
-    one (``Xv``, ``Sv``) the held-out objective decides. When the pairs do not
-    interact (maxSKSD-g, or -rg with free slices) each pair keeps the iterate whose
-    held-out ``S_k`` was highest (early stopping per pair); orthonormal slices are
-    tied together, so whole iterates are compared. The plateau rule watches the
-    selected objective.
+    one (``Xv``, ``Sv``) the held-out objective decides, computed with bandwidths
+    from the held-out projections (median heuristic) or the fixed ones: along a
+    direction that fits the training sample's noise its training spread is small,
+    and a bandwidth taken from it would make the held-out value large by noise. When
+    the pairs do not interact (maxSKSD-g, or -rg with free slices) each pair keeps
+    the iterate whose held-out ``S_k`` was highest (early stopping per pair);
+    orthonormal slices are tied together, so whole iterates are compared. The
+    plateau rule watches the selected objective. ``h`` holds the bandwidths of the
+    selected iterates (held-out ones with a validation sample), ``per_pair`` their
+    selected objectives.
     """
     learn_r = variant == "rg"
     median = isinstance(bandwidth, str)
     h = resolve_sliced_bandwidth(X @ G.T, bandwidth, random_state=rng)
-    opt_g = _Adam(G.shape) if optimizer == "adam" else None
-    opt_r = _Adam(R.shape) if optimizer == "adam" and learn_r else None
-    kw = dict(kernel=kernel, kernel_params=kernel_params)
+    hv = h if Xv is None or not median else \
+        resolve_sliced_bandwidth(Xv @ G.T, bandwidth, random_state=rng)
+    opt_g = _Adam(G.shape) if cfg.optimizer == "adam" else None
+    opt_r = _Adam(R.shape) if cfg.optimizer == "adam" and learn_r else None
+    kw = cfg.kernel_kwargs()
     best_val = np.full(G.shape[0], -np.inf)
-    bG, bR, bh = G.copy(), R.copy(), h.copy()
+    bG, bR, bh = G.copy(), R.copy(), hv.copy()
     best_total = -np.inf
     history = []
     since_best = 0
     n_iter = 0
-    for it in range(max_iter + 1):
-        if median and it > 0 and it % bandwidth_every == 0:
+    for it in range(cfg.max_iter + 1):
+        if median and it > 0 and it % cfg.bandwidth_every == 0:
             h = resolve_sliced_bandwidth(X @ G.T, "median", random_state=rng)
-        if batch_size is not None and batch_size < X.shape[0]:
-            idx = rng.choice(X.shape[0], size=batch_size, replace=False)
+            if Xv is not None:
+                hv = resolve_sliced_bandwidth(Xv @ G.T, "median", random_state=rng)
+            else:
+                hv = h
+        if cfg.batch_size is not None and cfg.batch_size < X.shape[0]:
+            idx = rng.choice(X.shape[0], size=cfg.batch_size, replace=False)
             Xb, Sb = X[idx], S[idx]
         else:
             Xb, Sb = X, S
@@ -233,32 +429,34 @@ def _ascend(X, S, G, R, variant, bandwidth, kernel, kernel_params, optimizer, lr
         if not learn_r:
             gR = None
         if Xv is not None:
-            sel = sliced_stein_sums(Xv, Sv, G, R, h, **kw).pair_statistics("u")
+            sel = sliced_stein_sums(Xv, Sv, G, R, hv, **kw).pair_statistics("u")
         else:
             sel = values
-        if learn_r and orthogonal_slices:
+        if learn_r and cfg.orthogonal_slices:
             better = np.full(sel.shape, sel.sum() > best_val.sum())
         else:
             better = sel > best_val
         best_val = np.where(better, sel, best_val)
-        bG[better], bR[better], bh[better] = G[better], R[better], h[better]
+        bG[better], bR[better], bh[better] = G[better], R[better], hv[better]
         total = float(best_val.sum())
         history.append(float(sel.sum()))
-        if total > best_total + tol * max(abs(best_total), 1e-12) or best_total == -np.inf:
+        if total > best_total + cfg.tol * max(abs(best_total), 1e-12) or best_total == -np.inf:
             since_best = 0
         else:
             since_best += 1
         best_total = max(best_total, total)
-        if it == max_iter or since_best >= patience:
+        if it == cfg.max_iter or since_best >= cfg.patience:
             break
-        rate = lr if schedule == "constant" else 0.5 * lr * (1 + np.cos(np.pi * it / max_iter))
-        G, R = _ascent_step(G, R, gG, gR, opt_g, opt_r, rate, orthogonal_slices)
+        lr = cfg.learning_rate
+        rate = lr if cfg.schedule == "constant" else \
+            0.5 * lr * (1 + np.cos(np.pi * it / cfg.max_iter))
+        G, R = _ascent_step(G, R, gG, gR, opt_g, opt_r, rate, cfg.orthogonal_slices)
         n_iter += 1
-    return (best_total, bG, bR, bh), n_iter, np.array(history)
+    return (best_total, bG, bR, bh, best_val), n_iter, np.array(history)
 
 
 def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", kernel_params=None,
-                      bandwidth="median", init="identity", optimizer="adam", learning_rate=0.01,
+                      bandwidth="median", init="auto", optimizer="adam", learning_rate=0.01,
                       schedule="cosine", max_iter=20, tol=1e-3, patience=10, n_restarts=1,
                       bandwidth_every=10, validation_fraction=0.25, batch_size=None,
                       orthogonal_slices=True, random_state=None):
@@ -272,8 +470,8 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
         The model's score ``grad log p``.
     variant : {"g", "rg"}, default="g"
         ``"g"``: slices fixed to the coordinate axes, one learned direction each
-        (``m = n_features``). ``"rg"``: ``n_slices`` learned orthonormal slices,
-        each with its learned direction.
+        (``m = n_features``). ``"rg"``: ``n_slices`` learned slices, each with its
+        learned direction.
     n_slices : int, default=None
         Number of slices for ``"rg"``; default ``min(n_features, 10)``.
     kernel : {"rbf", "imq"}, default="rbf"
@@ -281,11 +479,14 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
     bandwidth : "median", float or array-like (m,), default="median"
         Fixed bandwidths, or the median heuristic on the current projections
         (re-estimated every ``bandwidth_every`` steps and at the end).
-    init : {"identity", "random"} or array-like, default="identity"
-        Starting point: the coordinate axes (``G = R = I[:m]``), random unit
-        directions (random orthonormal slices for ``"rg"``, with ``G = R``), an
-        array ``G0`` of shape ``(m, n_features)``, or a tuple ``(G0, R0)`` for ``"rg"``.
-        Restarts after the first always start at random.
+    init : {"auto", "identity", "random"} or array-like, default="auto"
+        Where the ascent starts. ``"auto"``: the data-driven starts of the module
+        docstring (the axes, the Stein moment matrix, the cubic Stein moment), chosen
+        on the held-out part. ``"identity"``: the coordinate axes (``G = R = I[:m]``);
+        ``"random"``: random unit directions (random orthonormal slices for ``"rg"``,
+        with ``G = R``); an array ``G0`` of shape ``(m, n_features)``, or a tuple
+        ``(G0, R0)`` for ``"rg"``. Restarts after the first start always start at
+        random.
     optimizer : {"adam", "gd"}, default="adam"
         Adam on the projected gradient, or plain projected gradient ascent.
     learning_rate : float, default=0.01
@@ -293,21 +494,23 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
     schedule : {"cosine", "constant"}, default="cosine"
         Step-size schedule over ``max_iter`` steps.
     max_iter : int, default=20
-        Maximum ascent steps per restart (0: evaluate the initial directions only).
+        Maximum ascent steps per start (0: evaluate the starts only).
     tol : float, default=1e-3
         Relative improvement of the best objective that counts as progress.
     patience : int, default=10
-        Stop a restart after this many steps without progress.
+        Stop an ascent after this many steps without progress.
     n_restarts : int, default=1
-        Number of starts; the one with the highest objective is kept.
+        Number of starts besides those of ``init="auto"`` (restarts after the first
+        are random); the one with the highest objective is kept.
     bandwidth_every : int, default=10
         Steps between re-estimates of the median-heuristic bandwidths.
     validation_fraction : float, default=0.25
-        Fraction of ``X`` held out of the gradient and used to select, for each pair
-        ``k`` separately, the iterate with the highest held-out SKSD (early stopping).
-        The sliced KSD of 200 points can be driven far up along directions that
-        fit the sample's noise; selecting on held-out points keeps what generalises.
-        ``0``: ascend on all of ``X`` and keep the best training objective.
+        Fraction of ``X`` held out of the gradient and the Stein moments, used to
+        choose among the starts and to select, for each pair ``k`` separately, the
+        iterate with the highest held-out SKSD (early stopping). The sliced KSD of
+        200 points can be driven far up along directions that fit the sample's
+        noise; selecting on held-out points keeps what generalises. ``0``: ascend on
+        all of ``X`` and keep the best training objective.
     batch_size : int, default=None
         Points per gradient step: ``None`` uses the whole training part (exact
         full-batch gradients); an int draws a fresh random minibatch each step, for
@@ -319,7 +522,7 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
         direction, as in the authors' experiments. Either way the test is valid when
         the directions are learned on data disjoint from the tested sample.
     random_state : None, int or Generator
-        Random initialisations and the median heuristic's subsample.
+        Random initialisations, the split, and the median heuristic's subsample.
 
     Returns
     -------
@@ -332,9 +535,11 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
     >>> from skstein.distributions import Gaussian, gaussian_diffusion
     >>> X = gaussian_diffusion(5, 0.3).rvs(200, random_state=0)
     >>> res = search_directions(X, Gaussian(np.zeros(5)), variant="rg", n_slices=2,
-    ...                         init="random", random_state=0)
+    ...                         random_state=0)
     >>> res.directions.shape, res.slices.shape
     ((2, 5), (2, 5))
+    >>> bool(abs(res.slices[:, 0]).max() > 0.9)  # a slice finds the low-variance axis
+    True
     """
     check_choice(variant, "variant", VARIANTS)
     check_choice(kernel, "kernel", KERNELS)
@@ -356,6 +561,7 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
     if batch_size is not None:
         batch_size = check_positive_int(batch_size, "batch_size", minimum=2)
     orthogonal_slices = check_bool(orthogonal_slices, "orthogonal_slices")
+    auto = isinstance(init, str) and init == "auto"
     rng = as_generator(random_state)
     S = evaluate_score(model, X)
     Xv = Sv = None
@@ -367,31 +573,67 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
         perm = rng.permutation(X.shape[0])
         Xv, Sv = X[perm[:n_val]], S[perm[:n_val]]
         X, S = X[perm[n_val:]], S[perm[n_val:]]
-
-    starts = [_first_start(init, variant, m, d, rng, orthogonal_slices)]
-    for _ in range(n_restarts - 1):
-        starts.append(_initial("random", variant, m, d, rng))
     if isinstance(bandwidth, str):
         if bandwidth != "median":
             raise ValueError(f"bandwidth must be 'median', a positive float or an array, got "
                              f"{bandwidth!r}.")
     else:
         bandwidth = resolve_sliced_bandwidth(np.empty((0, m)), bandwidth)
+    cfg = AscentSettings(kernel=kernel, kernel_params=kernel_params, optimizer=optimizer,
+                         learning_rate=lr, schedule=schedule, max_iter=max_iter, tol=tol,
+                         patience=patience, bandwidth_every=bandwidth_every,
+                         batch_size=batch_size, orthogonal_slices=orthogonal_slices)
 
-    best, total_iter = None, 0
     # the matrix products of a step are small (m x n x d); one BLAS thread avoids the
     # thread pools of BLAS and numba competing for the same cores
     with threadpool_limits(limits=1, user_api="blas"):
-        for G0, R0 in starts:
-            (obj, G, R, h), n_iter, history = _ascend(
-                X, S, G0, R0, variant, bandwidth, kernel, kernel_params, optimizer, lr,
-                schedule, max_iter, tol, patience, bandwidth_every, rng, Xv, Sv, batch_size,
-                orthogonal_slices)
+        if auto:
+            named = stein_starts(X, S, variant, m, rng, orthogonal_slices)
+            if variant == "g":
+                starts = [("per-slice",
+                           _best_per_slice(named, X, S, Xv, Sv, bandwidth, cfg, rng))]
+            else:
+                starts = list(named.items())
+        else:
+            given = "given" if not isinstance(init, str) else init
+            starts = [(given, _first_start(init, variant, m, d, rng, orthogonal_slices))]
+        for _ in range(n_restarts - 1):
+            starts.append(("random", _initial("random", variant, m, d, rng)))
+        best, total_iter = None, 0
+        for name, (G0, R0) in starts:
+            (obj, G, R, h, pairs), n_iter, history = _ascend(X, S, G0, R0, variant, bandwidth,
+                                                             cfg, rng, Xv, Sv)
             total_iter += n_iter
-            if best is None or obj > best[0]:
-                best = (obj, G, R, h, history)
-    obj, G, R, h, history = best
+            # between starts: the held-out power criterion (statistic over its standard
+            # deviation), which the test's power follows, rather than the raw value, which
+            # a start with heavy-tailed projections can inflate by noise
+            key = obj if Xv is None or len(starts) == 1 else \
+                sliced_stein_sums(Xv, Sv, G, R, h, **cfg.kernel_kwargs()).power_criterion()
+            if best is None or key > best[0]:
+                best = (key, G, R, h, history, pairs, name, obj)
+    _, G, R, h, history, pairs, name, obj = best
     if isinstance(bandwidth, str):
-        Xall = X if Xv is None else np.concatenate([X, Xv])
-        h = resolve_sliced_bandwidth(Xall @ G.T, "median", random_state=rng)
-    return DirectionSearchResult(G, R, h, obj, total_iter, history)
+        # held-out projections: along learned directions the training spread is biased
+        # low (the directions fit it)
+        Xh = X if Xv is None else Xv
+        h = resolve_sliced_bandwidth(Xh @ G.T, "median", random_state=rng)
+    return DirectionSearchResult(G, R, h, obj, total_iter, history, pairs, name)
+
+
+def _best_per_slice(named, X, S, Xv, Sv, bandwidth, cfg, rng):
+    """maxSKSD-g: each slice's start is its candidate with the best held-out ``S_k``."""
+    names = list(named)
+    Gs = np.stack([named[k][0] for k in names])  # (starts, d, d)
+    Xsel, Ssel = (X, S) if Xv is None else (Xv, Sv)
+    d = X.shape[1]
+    G_all = Gs.reshape(-1, d)
+    R_all = np.tile(np.eye(d), (len(names), 1))
+    if isinstance(bandwidth, str):
+        h = resolve_sliced_bandwidth(Xsel @ G_all.T, "median", random_state=rng)
+    else:
+        h = np.tile(bandwidth, len(names))
+    values = sliced_stein_sums(Xsel, Ssel, G_all, R_all, h,
+                               **cfg.kernel_kwargs()).pair_statistics("u")
+    choice = np.argmax(values.reshape(len(names), d), axis=0)
+    G0 = Gs[choice, np.arange(d)]
+    return np.ascontiguousarray(G0), np.eye(d)

@@ -107,7 +107,7 @@ def test_rg_slices_stay_orthonormal():
 
 def test_identity_init_zero_iterations_is_identity():
     X = np.random.default_rng(2).standard_normal((50, 4))
-    res = search_directions(X, Gaussian(np.zeros(4)), max_iter=0)
+    res = search_directions(X, Gaussian(np.zeros(4)), init="identity", max_iter=0)
     np.testing.assert_array_equal(res.directions, np.eye(4))
     np.testing.assert_array_equal(res.slices, np.eye(4))
     assert res.n_iter == 0

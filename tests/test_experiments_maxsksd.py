@@ -6,8 +6,9 @@ from skstein.experiments import EXPERIMENTS, gof_gaussian, gof_rbm, gof_sds
 
 
 def test_registered():
-    assert {"gof-gaussian", "gof-rbm", "gof-sds"} <= set(EXPERIMENTS)
-    assert gof_gaussian.methods() == ("KSD", "maxSKSD-g", "maxSKSD-rg")
+    assert {"gof-gaussian", "gof-rbm", "gof-rbm-streaming", "gof-sds",
+            "gof-rotated"} <= set(EXPERIMENTS)
+    assert gof_gaussian.methods() == ("KSD", "KSD-agg", "maxSKSD-g", "maxSKSD-rg")
 
 
 def test_gof_sds_rows():
@@ -22,23 +23,31 @@ def test_gof_rbm_rows_and_pair():
     p, q = gof_rbm.rbm_pair(0.1, 5, 3, seed=0, burn_in=10)
     assert not np.array_equal(p.B, q.B)
     rows = gof_rbm.run(quick=True, n_trials=1, n_jobs=1, sigmas=(0.02,),
-                       methods=("KSD", "maxSKSD-rg"))
+                       methods=("KSD", "maxSKSD-rg"), protocol="streaming")
     assert [r["method"] for r in rows] == ["KSD", "maxSKSD-rg"]
     assert [r["n_samples"] for r in rows] == [400, 320]
+    rows = gof_rbm.run(quick=True, n_trials=1, n_jobs=1, sigmas=(0.02,))
+    assert [r["method"] for r in rows] == list(gof_rbm.METHODS)
+    assert [r["n_samples"] for r in rows] == [400, 400, 320, 320]
+    assert {r["protocol"] for r in rows} == {"standard"}
 
 
 def test_gof_rbm_trains_on_burn_in_states():
     # a trial with all three methods (directions trained on Gibbs burn-in states)
     cfg = dict(gof_rbm.QUICK, dx=6, dh=3, n_samples=60, n_test=40, burn_in=20,
                train_chains=30, train_steps=15, n_bootstrap=50)
-    out = gof_rbm.run_trial(0, 0.5, cfg, gof_rbm.METHODS)
-    again = gof_rbm.run_trial(0, 0.5, cfg, gof_rbm.METHODS)
-    assert set(out) == set(gof_rbm.METHODS)
+    methods = gof_rbm.STREAMING_METHODS
+    out = gof_rbm.run_trial(0, 0.5, cfg, methods, "streaming")
+    again = gof_rbm.run_trial(0, 0.5, cfg, methods, "streaming")
+    assert set(out) == set(methods)
     # same seed, same decisions and statistics (the third entry is a time)
     assert all(out[m][:2] == again[m][:2] for m in out)
     p, _ = gof_rbm.rbm_pair(0.5, 6, 3, seed=0, burn_in=20)
-    test = gof_rbm.make_test("maxSKSD-rg", p, 50)
+    test = gof_rbm.make_test("maxSKSD-rg", p, 50, "streaming")
     assert test.orthogonal_slices is False and test.n_slices == 6
+    assert test.test_bandwidth == "aggregate"
+    standard = gof_rbm.make_test("maxSKSD-rg", p, 50)
+    assert standard.init == "auto" and standard.train_size == gof_rbm.FULL["train_size"]
 
 
 def test_gof_gaussian_paired_methods():

@@ -15,10 +15,12 @@ from ._runner import RejectionRate, draw_samples, rejection_rate, run_trials
 __all__ = ["run_trials", "rejection_rate", "RejectionRate", "draw_samples", "EXPERIMENTS",
            "reproduce"]
 
-#: name -> module of each reproduction
+#: name -> module of each reproduction, or (module, keyword arguments of its ``run``)
 EXPERIMENTS = {
     "gof-gaussian": "skstein.experiments.gof_gaussian",
     "gof-rbm": "skstein.experiments.gof_rbm",
+    "gof-rbm-streaming": ("skstein.experiments.gof_rbm", {"protocol": "streaming"}),
+    "gof-rotated": "skstein.experiments.gof_rotated",
     "gof-sds": "skstein.experiments.gof_sds",
     "svgd-variance": "skstein.experiments.svgd_variance",
     "relative-ppca": "skstein.experiments.relative_ppca",
@@ -35,10 +37,12 @@ def reproduce(name, *, out_dir="skstein_results", quick=False, n_trials=None, n_
     """
     if name not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {name!r}; choose from {sorted(EXPERIMENTS)}.")
-    module = importlib.import_module(EXPERIMENTS[name])
+    entry = EXPERIMENTS[name]
+    path, extra = (entry, {}) if isinstance(entry, str) else entry
+    module = importlib.import_module(path)
     t0 = time.perf_counter()
     rows = module.run(quick=quick, n_trials=n_trials, n_jobs=n_jobs,
-                      random_state=random_state, verbose=verbose)
+                      random_state=random_state, verbose=verbose, **extra)
     elapsed = time.perf_counter() - t0
     os.makedirs(out_dir, exist_ok=True)
     stem = os.path.join(out_dir, name + ("-quick" if quick else ""))

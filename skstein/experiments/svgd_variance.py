@@ -1,12 +1,26 @@
-"""``svgd-variance``: particle variance and repulsive force versus dimension.
+"""``svgd-variance``: particle variance, its convergence, and a correlated target.
 
-Gong et al. (2021), Figures 2 and 9: the target is N(0, I_D), the N particles start
-from N(2 * 1, 2 I_D), and SVGD and sliced SVGD run to convergence. Reported per
-(method, N, D): the per-dimension variance of the particles averaged over dimensions
-(the target's is 1) and the particle-averaged repulsive force (PARF), the mean norm
-of the repulsive term of the update at the last iteration. SVGD's repulsion fades as
-D grows and its particles collapse (variance well below 1); sliced SVGD's 1-D
-kernels keep it.
+Three parts, each a list of rows (``part`` names it):
+
+* ``dimension`` (Gong et al. 2021, Figures 2 and 9): the target is N(0, I_D), the N
+  particles start from N(2 * 1, 2 I_D), and SVGD and sliced SVGD run for 2000
+  iterations. Reported per (method, N, D): the per-dimension variance of the
+  particles averaged over dimensions (the target's is 1) and the particle-averaged
+  repulsive force (PARF), the mean norm of the repulsive term of the update at the
+  last iteration. SVGD's repulsion fades as D grows and its particles collapse
+  (variance well below 1); sliced SVGD's 1-D kernels keep it.
+* ``convergence``: the same target and start for D in (20, 50, 100) and N in (50, 100,
+  200), 6000 iterations; sliced SVGD with learned directions (the default: updates
+  only while the particles move), with directions fixed at the identity
+  (``slice_update_every=0``), and with updates at every check
+  (``slice_update_tol=0``, the behaviour before the gate). Reported: the variance at
+  iterations 2000, 4000 and 6000 and its relative change from 4000 to 6000
+  (converged: below 2%), with the variance trace in the plot.
+* ``correlated``: the target N(0, Sigma) in 50 dimensions with Sigma_ij = 0.9^|i-j|
+  (strong correlation between neighbouring coordinates), 100 particles from
+  N(0, I), 6000 iterations; SVGD, sliced SVGD with fixed directions and with learned
+  directions. Reported: the mean ratio of the particles' marginal variances to the
+  target's and the relative Frobenius error of their covariance.
 """
 
 import time
@@ -18,48 +32,124 @@ from ..svgd import SVGD, SlicedSVGD
 from ._output import pyplot
 from ._runner import run_settings
 
-__all__ = ["run", "plot", "run_trial"]
+__all__ = ["run", "plot", "run_trial", "PARTS"]
 
-FULL = dict(dims=(2, 5, 10, 20, 50, 100), n_particles=(50, 100, 200), n_iter=2000)
-QUICK = dict(dims=(2, 20), n_particles=(50,), n_iter=200)
+PARTS = ("dimension", "convergence", "correlated")
+FULL = dict(dims=(2, 5, 10, 20, 50, 100), n_particles=(50, 100, 200), n_iter=2000,
+            conv_dims=(20, 50, 100), conv_particles=(50, 100, 200), conv_iter=6000,
+            corr_dim=50, corr_particles=100, corr_iter=6000)
+QUICK = dict(dims=(2, 20), n_particles=(50,), n_iter=200, conv_dims=(20,),
+             conv_particles=(50,), conv_iter=300, corr_dim=10, corr_particles=50,
+             corr_iter=300)
 STEP_SIZE = 0.05
+#: correlation of neighbouring coordinates in the ``correlated`` part
+RHO = 0.9
+#: the sliced SVGD variants of the ``convergence`` part
+SLICED_VARIANTS = {
+    "learned": {},
+    "fixed": {"slice_update_every": 0},
+    "ungated": {"slice_update_tol": 0.0},
+}
 
 
-def run_trial(seed, method, n, dim, n_iter):
+def _ar1(dim, rho=RHO):
+    idx = np.arange(dim)
+    return rho ** np.abs(idx[:, None] - idx[None, :])
+
+
+def _sampler(method, target, n_iter, history_every):
+    if method == "SVGD":
+        return SVGD(target, n_iter=n_iter, step_size=STEP_SIZE, history_every=history_every)
+    variant = method.split(":", 1)[1] if ":" in method else "learned"
+    return SlicedSVGD(target, n_iter=n_iter, step_size=STEP_SIZE, history_every=history_every,
+                      **SLICED_VARIANTS[variant])
+
+
+def run_trial(seed, part, method, n, dim, n_iter):
+    """One run of ``method`` ("SVGD", "SlicedSVGD" or "SlicedSVGD:<variant>")."""
     rng = np.random.default_rng(seed)
-    X0 = 2.0 + np.sqrt(2.0) * rng.standard_normal((n, dim))
-    cls = SVGD if method == "SVGD" else SlicedSVGD
-    est = cls(Gaussian(np.zeros(dim)), n_iter=n_iter, step_size=STEP_SIZE,
-              history_every=max(1, n_iter // 20))
+    if part == "correlated":
+        cov = _ar1(dim)
+        target = Gaussian(np.zeros(dim), cov)
+        X0 = rng.standard_normal((n, dim))
+    else:
+        cov = np.eye(dim)
+        target = Gaussian(np.zeros(dim))
+        X0 = 2.0 + np.sqrt(2.0) * rng.standard_normal((n, dim))
+    est = _sampler(method, target, n_iter, max(1, n_iter // 60))
     t0 = time.perf_counter()
     est.fit(X0)
     elapsed = time.perf_counter() - t0
     P = est.particles_
-    return {"method": method, "n_particles": n, "dim": dim, "n_iter": n_iter,
-            "variance": float(P.var(axis=0, ddof=1).mean()),
-            "mean_abs_mean": float(np.abs(P.mean(axis=0)).mean()),
-            "parf": float(est.history_["repulsive_force"][-1]),
-            "ms_per_iter": 1e3 * elapsed / max(n_iter, 1)}
+    hist = est.history_
+    row = {"part": part, "method": method, "n_particles": n, "dim": dim, "n_iter": n_iter,
+           "variance": float(P.var(axis=0, ddof=1).mean()),
+           "mean_abs_mean": float(np.abs(P.mean(axis=0)).mean()),
+           "parf": float(hist["repulsive_force"][-1]),
+           "ms_per_iter": 1e3 * elapsed / max(n_iter, 1)}
+    if part == "convergence":
+        for at in (2000, 4000):
+            if at < n_iter:
+                row[f"variance_{at}"] = float(np.interp(at, hist["iteration"],
+                                                        hist["variance"]))
+        if "variance_4000" in row:
+            row["change_4000_end"] = abs(row["variance"] - row["variance_4000"]) / \
+                row["variance_4000"]
+        row["trace_iteration"] = " ".join(str(int(i)) for i in hist["iteration"])
+        row["trace_variance"] = " ".join(f"{v:.4f}" for v in hist["variance"])
+    if part == "correlated":
+        C = np.cov(P.T)
+        row["marginal_variance_ratio"] = float(np.mean(np.diag(C) / np.diag(cov)))
+        row["covariance_error"] = float(np.linalg.norm(C - cov) / np.linalg.norm(cov))
+    if isinstance(est, SlicedSVGD):
+        row["direction_updates"] = int(est.n_direction_updates_)
+        G = est.directions_
+        row["max_offdiag_G"] = float(np.abs(G - np.diag(np.diag(G))).max())
+    return row
 
 
-def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0):
-    """One run per (method, N, D); ``n_trials`` overrides the number of iterations."""
+def _settings(cfg, parts):
+    settings = []
+    if "dimension" in parts:
+        settings += [("dimension", method, n, dim, cfg["n_iter"]) for n in cfg["n_particles"]
+                     for dim in cfg["dims"] for method in ("SVGD", "SlicedSVGD")]
+    if "convergence" in parts:
+        settings += [("convergence", f"SlicedSVGD:{variant}", n, dim, cfg["conv_iter"])
+                     for n in cfg["conv_particles"] for dim in cfg["conv_dims"]
+                     for variant in SLICED_VARIANTS]
+    if "correlated" in parts:
+        settings += [("correlated", method, cfg["corr_particles"], cfg["corr_dim"],
+                      cfg["corr_iter"])
+                     for method in ("SVGD", "SlicedSVGD:fixed", "SlicedSVGD:learned")]
+    return settings
+
+
+def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, parts=PARTS):
+    """One run per setting of each part; ``n_trials`` overrides the iterations of all parts."""
     cfg = dict(QUICK if quick else FULL)
-    n_iter = cfg["n_iter"] if n_trials is None else n_trials
-    settings = [(method, n, dim, n_iter) for n in cfg["n_particles"] for dim in cfg["dims"]
-                for method in ("SVGD", "SlicedSVGD")]
-    return run_settings(run_trial, settings, random_state=random_state, n_jobs=n_jobs,
-                        verbose=verbose)
+    if n_trials is not None:
+        cfg.update(n_iter=n_trials, conv_iter=n_trials, corr_iter=n_trials)
+    unknown = set(parts) - set(PARTS)
+    if unknown:
+        raise ValueError(f"parts must be among {PARTS}, got {sorted(unknown)}.")
+    return run_settings(run_trial, _settings(cfg, parts), random_state=random_state,
+                        n_jobs=n_jobs, verbose=verbose)
 
 
 def plot(rows, path):
+    """Variance and PARF versus dimension; variance traces of the convergence part."""
     plt = pyplot()
     if plt is None:
         return None
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    dim_rows = [r for r in rows if r["part"] == "dimension"]
+    conv_rows = [r for r in rows if r["part"] == "convergence"]
+    conv_dims = sorted({r["dim"] for r in conv_rows})
+    ncols = 2 + len(conv_dims)
+    fig, axes = plt.subplots(1, ncols, figsize=(3.6 * ncols, 3.6), squeeze=False)
+    axes = axes[0]
     for (method, ls) in (("SVGD", "--"), ("SlicedSVGD", "-")):
-        for k, n in enumerate(sorted({r["n_particles"] for r in rows})):
-            sub = sorted((r for r in rows if r["method"] == method and r["n_particles"] == n),
+        for k, n in enumerate(sorted({r["n_particles"] for r in dim_rows})):
+            sub = sorted((r for r in dim_rows if r["method"] == method and r["n_particles"] == n),
                          key=lambda r: r["dim"])
             dims = [r["dim"] for r in sub]
             kw = dict(ls=ls, marker="o", color=f"C{k}", label=f"{method}, N={n}")
@@ -68,11 +158,30 @@ def plot(rows, path):
     axes[0].axhline(1.0, color="grey", lw=0.8)
     axes[0].set_ylabel("average particle variance")
     axes[1].set_ylabel("PARF (repulsive force)")
-    for ax in axes:
+    for ax in axes[:2]:
         ax.set_xscale("log")
         ax.set_xlabel("dimension")
     axes[1].set_yscale("log")
-    axes[0].legend(fontsize="x-small")
+    if dim_rows:
+        axes[0].legend(fontsize="x-small")
+    styles = {"SlicedSVGD:learned": "-", "SlicedSVGD:fixed": ":", "SlicedSVGD:ungated": "--"}
+    for ax, dim in zip(axes[2:], conv_dims):
+        for r in conv_rows:
+            if r["dim"] != dim:
+                continue
+            k = sorted({q["n_particles"] for q in conv_rows}).index(r["n_particles"])
+            its = [float(v) for v in r["trace_iteration"].split()]
+            var = [float(v) for v in r["trace_variance"].split()]
+            ax.plot(its, var, ls=styles[r["method"]], color=f"C{k}",
+                    label=f"{r['method'].split(':')[1]}, N={r['n_particles']}")
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.axhspan(0.9, 1.1, color="0.92", zorder=0)
+        ax.set_ylim(0.5, 2.0)
+        ax.set_title(f"sliced SVGD, D={dim}", fontsize="small")
+        ax.set_xlabel("iteration")
+        ax.set_ylabel("particle variance")
+    if conv_dims:
+        axes[2].legend(fontsize="xx-small", ncol=1)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

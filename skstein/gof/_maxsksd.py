@@ -94,8 +94,12 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
         Number of factors for ``test_bandwidth="aggregate"``.
     kernel_params : dict, default=None
         ``{"beta": ...}`` for IMQ.
-    init : {"identity", "random"} or array-like, default="identity"
-        Start of the direction search (see :func:`~skstein.directions.search_directions`).
+    init : {"auto", "identity", "random"} or array-like, default="auto"
+        Start of the direction search (see :func:`~skstein.directions.search_directions`):
+        ``"auto"`` starts from the coordinate axes and from two data-driven sets of
+        directions (Stein moments of the training part, which point at departures
+        from the model along any direction) and keeps what does best on held-out
+        training points; :meth:`partial_fit` starts a stream at the axes.
     optimizer : {"adam", "gd"}, default="adam"
     learning_rate : float, default=0.01
     schedule : {"cosine", "constant"}, default="cosine"
@@ -166,7 +170,7 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
     """
 
     def __init__(self, model, *, variant="g", n_slices=None, kernel="rbf", bandwidth="median",
-                 test_bandwidth=None, n_bandwidths=10, kernel_params=None, init="identity",
+                 test_bandwidth=None, n_bandwidths=10, kernel_params=None, init="auto",
                  optimizer="adam",
                  learning_rate=0.01, schedule="cosine", max_iter=20, tol=1e-3, patience=10,
                  n_restarts=1, bandwidth_every=10, validation_fraction=0.25, batch_size=None,

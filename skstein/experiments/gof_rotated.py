@@ -1,0 +1,167 @@
+"""``gof-rotated``: departures along directions that are not coordinate axes.
+
+The model is p = N(0, I_D); the data differ from it along directions drawn at random
+in each trial, so no test can rely on the axes:
+
+* ``null``: N(0, I_D);
+* ``rotated-diffusion``: N(0, I - (1 - 0.3) v v^T) for a random unit vector v (the
+  variance along v is 0.3; the ``diffusion`` case of ``gof-gaussian`` turned);
+* ``rotated-laplace``: x = W z with z unit-variance Laplace coordinates and W a random
+  orthogonal matrix (the ``laplace`` case of ``gof-gaussian`` turned).
+
+Methods (n = 1000; the maxSKSD tests learn their directions on 200 points and test
+on the other 800, Algorithm 1 of Gong et al. 2021): ``KSD`` (RBF, median bandwidth,
+all 1000 points), and maxSKSD-g and -rg (``n_slices=10``) with three direction
+searches: ``identity`` (the axes, refined by 20 ascent steps: the search before
+data-driven starts), ``auto`` (the default: axes, Stein moment matrix and cubic
+Stein moment starts, chosen on held-out training points) and ``oracle`` (the true
+directions, no search: what a perfect search would give). For maxSKSD-rg the oracle
+takes the departure directions as slices and directions (v and 9 axes orthogonalised
+against it for diffusion; 10 of the columns of W for Laplace); for maxSKSD-g slice d
+takes v (diffusion) or the column of W with the largest weight on coordinate d
+(Laplace). Every method of a trial sees the same data.
+"""
+
+import time
+
+import numpy as np
+from scipy.stats import ortho_group
+
+from .._random import spawn_seeds
+from ..distributions import Gaussian
+from ..gof import KSDTest, MaxSKSDTest
+from ._output import pyplot
+from ._runner import rate_summary, run_trials
+
+__all__ = ["CASES", "METHODS", "draw", "oracle", "make_test", "run_trial", "run", "plot"]
+
+CASES = ("null", "rotated-diffusion", "rotated-laplace")
+METHODS = ("KSD", "maxSKSD-g:identity", "maxSKSD-g:auto", "maxSKSD-g:oracle",
+           "maxSKSD-rg:identity", "maxSKSD-rg:auto", "maxSKSD-rg:oracle")
+N_SLICES = 10
+FULL = dict(dims=(10, 20, 50, 100), n_samples=1000, train_size=200, n_trials=100,
+            n_bootstrap=1000)
+QUICK = dict(dims=(10,), n_samples=300, train_size=100, n_trials=4, n_bootstrap=200)
+
+
+def draw(case, dim, n, rng):
+    """``(X, W)``: n samples of ``case`` and the departure directions (rows)."""
+    if case == "null":
+        return rng.standard_normal((n, dim)), np.eye(dim)
+    if case == "rotated-diffusion":
+        v = rng.standard_normal(dim)
+        v /= np.linalg.norm(v)
+        Z = rng.standard_normal((n, dim))
+        X = Z - (1.0 - np.sqrt(0.3)) * np.outer(Z @ v, v)  # variance 0.3 along v
+        return X, v[None, :]
+    if case == "rotated-laplace":
+        W = ortho_group.rvs(dim, random_state=rng)
+        Z = rng.laplace(scale=2**-0.5, size=(n, dim))
+        return Z @ W.T, np.ascontiguousarray(W.T)  # rows: the directions W[:, j]
+    raise ValueError(f"case must be one of {CASES}, got {case!r}.")
+
+
+def oracle(variant, directions, dim):
+    """``(G, R)`` of the oracle test (see the module docstring)."""
+    m = min(N_SLICES, dim)
+    if variant == "rg":
+        if len(directions) >= m:
+            R = directions[:m]
+        else:
+            R = np.linalg.qr(np.vstack([directions, np.eye(dim)]).T)[0].T[:m]
+            R[:len(directions)] = directions
+        return R.copy(), R.copy()
+    if len(directions) == 1:
+        return np.repeat(directions, dim, axis=0), np.eye(dim)
+    best = np.argmax(np.abs(directions), axis=0)  # for coordinate d, the heaviest direction
+    return directions[best].copy(), np.eye(dim)
+
+
+def make_test(method, model, dim, n_bootstrap, train_size, directions=None):
+    """The test called ``method``; ``directions`` (rows) are used by the oracle tests."""
+    if method == "KSD":
+        return KSDTest(model, kernel="rbf", bandwidth="median", n_bootstrap=n_bootstrap)
+    name, search = method.split(":")
+    variant = name.split("-")[1]
+    kw = dict(variant=variant, n_bootstrap=n_bootstrap, train_size=train_size)
+    if variant == "rg":
+        kw["n_slices"] = min(N_SLICES, dim)
+    if search == "oracle":
+        G, R = oracle(variant, directions, dim)
+        kw.update(init=(G, R) if variant == "rg" else G, max_iter=0)
+    else:
+        kw["init"] = search
+    return MaxSKSDTest(model, **kw)
+
+
+def run_trial(seed, case, dim, cfg, methods):
+    """One trial: draw the directions and the data, run every method on the same data."""
+    data_seed, test_seed = spawn_seeds(np.random.SeedSequence(seed), 2)
+    X, W = draw(case, dim, cfg["n_samples"], np.random.default_rng(data_seed))
+    model = Gaussian(np.zeros(dim))
+    out = {}
+    for method in methods:
+        test = make_test(method, model, dim, cfg["n_bootstrap"], cfg["train_size"], W)
+        test.set_params(random_state=test_seed)
+        t0 = time.perf_counter()
+        res = test.test(X)
+        out[method] = (res.reject, res.statistic, time.perf_counter() - t0)
+    return out
+
+
+def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, cases=CASES,
+        dims=None, methods=METHODS):
+    """Run the experiment; one row per (case, dim, method)."""
+    cfg = dict(QUICK if quick else FULL)
+    if n_trials is not None:
+        cfg["n_trials"] = n_trials
+    if dims is not None:
+        cfg["dims"] = tuple(dims)
+    settings = [(case, dim) for case in cases for dim in cfg["dims"]]
+    roots = np.random.SeedSequence(random_state).spawn(len(settings))
+    rows = []
+    for (case, dim), root in zip(settings, roots):
+        out = run_trials(run_trial, cfg["n_trials"], args=(case, dim, cfg, tuple(methods)),
+                         random_state=root, n_jobs=n_jobs, verbose=verbose)
+        for method in methods:
+            rows.append({
+                "case": case, "dim": dim, "method": method, "n_samples": cfg["n_samples"],
+                "n_trials": cfg["n_trials"],
+                **rate_summary([o[method][0] for o in out]),
+                "mean_statistic": float(np.mean([o[method][1] for o in out])),
+                "median_seconds": float(np.median([o[method][2] for o in out])),
+            })
+    return rows
+
+
+def plot(rows, path):
+    """Rejection rate versus dimension per case, with binomial error bars."""
+    plt = pyplot()
+    if plt is None:
+        return None
+    cases = [c for c in CASES if any(r["case"] == c for r in rows)]
+    fig, axes = plt.subplots(1, len(cases), figsize=(3.8 * len(cases), 3.6), squeeze=False)
+    styles = {"identity": ":", "auto": "-", "oracle": "--"}
+    for ax, case in zip(axes[0], cases):
+        for method in dict.fromkeys(r["method"] for r in rows):
+            sub = sorted((r for r in rows if r["case"] == case and r["method"] == method),
+                         key=lambda r: r["dim"])
+            if not sub:
+                continue
+            color = "k" if method == "KSD" else ("C0" if "-g:" in method else "C3")
+            ls = "-" if method == "KSD" else styles[method.split(":")[1]]
+            ax.errorbar([r["dim"] for r in sub], [r["rejection_rate"] for r in sub],
+                        yerr=[r["stderr"] for r in sub], color=color, ls=ls, marker="o",
+                        ms=3, capsize=2, label=method)
+        ax.set_title(case, fontsize="small")
+        ax.set_xscale("log")
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel("dimension")
+        if case == "null":
+            ax.axhline(0.05, color="grey", lw=0.8, ls="--")
+    axes[0, 0].set_ylabel("rejection rate")
+    axes[0, -1].legend(fontsize="xx-small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
