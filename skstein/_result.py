@@ -65,6 +65,9 @@ class GOFTestResult:
     pvalue_threshold : float or None
         Aggregated tests only: the corrected per-bandwidth level; bandwidth ``l``
         rejects when ``pvalues[l] <= pvalue_threshold``.
+    labels : tuple of str or None
+        Aggregated maxSKSD tests only: the candidate set of directions (and bandwidth
+        factor) of each statistic.
     """
 
     statistic: float
@@ -83,6 +86,7 @@ class GOFTestResult:
     pvalues: np.ndarray = field(default=None, repr=False)
     rejected: np.ndarray = field(default=None, repr=False)
     pvalue_threshold: float = None
+    labels: tuple = field(default=None, repr=False)
 
     __eq__ = _fields_equal
 

@@ -17,16 +17,18 @@ from skstein.experiments import rejection_rate
 def test_result_and_attributes():
     rng = np.random.default_rng(0)
     X = Laplace(5).rvs(300, random_state=rng)
-    test = MaxSKSDTest(Gaussian(np.zeros(5)), n_bootstrap=200, random_state=0)
+    test = MaxSKSDTest(Gaussian(np.zeros(5)), init="identity", n_bootstrap=200, random_state=0)
     res = test.test(X)
     assert isinstance(res, GOFTestResult)
     assert res.n_samples == 240  # 0.2 of the sample learns the directions
     assert res.bandwidth.shape == (5,)
-    assert res.method.startswith("maxSKSD-g")
+    assert res.method.startswith("maxSKSD-g") and res.labels is None
     assert not hasattr(test, "directions_")  # test() does not fit the estimator
     test.fit(X[:60])
-    for name in ("directions_", "slices_", "bandwidth_", "n_iter_", "n_features_in_"):
+    for name in ("directions_", "slices_", "bandwidth_", "candidates_", "n_iter_",
+                 "n_features_in_"):
         assert hasattr(test, name)
+    assert len(test.candidates_) == 1
     res2 = test.test(X[60:])
     assert res2.n_samples == 240
     assert res2.reject == (res2.pvalue <= res2.alpha)
@@ -34,6 +36,29 @@ def test_result_and_attributes():
     expect = max_sksd(X[60:], test.model, directions=test.directions_, slices=test.slices_,
                       bandwidth=test.bandwidth_)
     assert res2.statistic == pytest.approx(expect, rel=1e-12)
+
+
+@pytest.mark.parametrize("variant", ["g", "rg"])
+def test_auto_search_aggregates_over_its_candidates(variant):
+    X = Laplace(5).rvs(300, random_state=1)
+    test = MaxSKSDTest(Gaussian(np.zeros(5)), variant=variant, n_bootstrap=200,
+                       random_state=0).fit(X[:100])
+    names = [c[0] for c in test.candidates_]
+    assert names == ["identity", "spectral", "cubic"]
+    best = [c for c in test.candidates_ if c[1] is test.directions_]
+    assert len(best) == 1  # directions_ is one of the candidates
+    res = test.test(X[100:])
+    assert res.labels == tuple(names) and res.statistics.shape == (3,)
+    assert "aggregated over 3 direction sets" in res.method
+    for (name, G, R, h), stat in zip(test.candidates_, res.statistics):
+        assert stat == pytest.approx(max_sksd(X[100:], test.model, directions=G, slices=R,
+                                              bandwidth=h), rel=1e-12)
+    np.testing.assert_allclose(test.discrepancy(X[100:]), res.statistics, rtol=1e-12)
+    assert res.reject == (res.pvalue <= 0.05) == bool(np.any(res.rejected))
+    # with test bandwidth factors: candidates x factors statistics
+    agg = test.set_params(test_bandwidth="aggregate", n_bandwidths=4).test(X[100:])
+    assert agg.statistics.shape == (12,) and agg.bandwidths.shape == (12, 5)
+    assert agg.labels[5] == "spectral, factor 1"
 
 
 def test_same_seed_same_result():
@@ -51,6 +76,7 @@ def test_blockwise_bootstrap_matches_in_memory():
     a = test.test(X[50:])
     b = clone(test).set_params(max_memory=8 * 100 * 20)
     b.directions_, b.slices_, b.bandwidth_ = test.directions_, test.slices_, test.bandwidth_
+    b.candidates_ = test.candidates_
     b.n_iter_, b.n_features_in_ = test.n_iter_, test.n_features_in_
     b = b.test(X[50:])
     assert a.statistic == pytest.approx(b.statistic, rel=1e-12)
@@ -241,7 +267,7 @@ def test_partial_fit_reproducible_and_validated():
 def test_test_bandwidth_replaces_the_learned_bandwidths_in_the_test_only():
     model = Gaussian(np.zeros(3))
     X = Laplace(3).rvs(200, random_state=4)
-    learned = MaxSKSDTest(model, n_bootstrap=100, random_state=0).fit(X[:60])
+    learned = MaxSKSDTest(model, init="identity", n_bootstrap=100, random_state=0).fit(X[:60])
     fixed = clone(learned).set_params(test_bandwidth=0.5).fit(X[:60])
     np.testing.assert_array_equal(fixed.directions_, learned.directions_)
     np.testing.assert_array_equal(fixed.bandwidth_, learned.bandwidth_)
@@ -257,7 +283,7 @@ def test_test_bandwidth_replaces_the_learned_bandwidths_in_the_test_only():
     h = resolve_sliced_bandwidth(X[60:] @ learned.directions_.T, "median")
     np.testing.assert_allclose(res.bandwidth, h, rtol=1e-12)
     # also when test() learns the directions on a split
-    res = MaxSKSDTest(model, test_bandwidth=[0.4, 0.5, 0.6], n_bootstrap=50,
+    res = MaxSKSDTest(model, init="identity", test_bandwidth=[0.4, 0.5, 0.6], n_bootstrap=50,
                       random_state=0).test(X)
     np.testing.assert_array_equal(res.bandwidth, [0.4, 0.5, 0.6])
     for bad, err in (("scott", ValueError), (-1.0, ValueError), ([1.0, 2.0], ValueError),

@@ -138,11 +138,15 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
     Attributes
     ----------
     directions_ : ndarray of shape (m, n_features)
-        Learned unit-norm test directions ``G``.
+        Learned unit-norm test directions ``G`` (with ``init="auto"``, those of the
+        candidate with the best held-out power criterion).
     slices_ : ndarray of shape (m, n_features)
         Slices ``R`` (the identity for ``variant="g"``).
     bandwidth_ : ndarray of shape (m,)
         Per-pair bandwidths.
+    candidates_ : tuple of (str, ndarray, ndarray, ndarray)
+        Every candidate set ``(start, G, R, bandwidths)`` of the search; :meth:`test`
+        aggregates over them (one entry unless ``init="auto"``).
     n_iter_ : int
         Ascent steps taken by :meth:`fit`'s search, or by :meth:`partial_fit`
         calls since the first.
@@ -234,6 +238,7 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
         self.directions_ = res.directions
         self.slices_ = res.slices
         self.bandwidth_ = res.bandwidth
+        self.candidates_ = res.candidates
         self.n_iter_ = res.n_iter
         self._ascent = None
         return self
@@ -307,6 +312,7 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
             G, R = _ascent_step(G, R, gG, gR if learn_r else None, state["opt_g"],
                                 state["opt_r"], lr, orthogonal)
         self.directions_, self.slices_, self.bandwidth_ = G, R, h
+        self.candidates_ = (("stream", G, R, h),)
         self.n_iter_ += 1
         self._ascent = state
         return self
@@ -330,37 +336,56 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
         return X[np.sort(perm[:n_train])], X[np.sort(perm[n_train:])]
 
     def _prepare(self, X, rng):
-        """Validated test sample, its scores and (G, R, h): fitted, or learned on a split."""
+        """Validated test sample, its scores and the statistics to compute.
+
+        Returns ``(X, S, specs)`` with ``specs`` a list of ``(label, G, R, rows)``: each
+        candidate set of directions (fitted, or learned on a split) with its
+        bandwidth rows (one row, or the collection of ``test_bandwidth``).
+        """
         self._check_common_params()
         if is_fitted(self):
             X = self._validate_X(X, reset=False)
-            G, R, h = self.directions_, self.slices_, self.bandwidth_
+            candidates = getattr(self, "candidates_", None) or (
+                ("given", self.directions_, self.slices_, self.bandwidth_),)
         else:
             X = check_samples(X, min_samples=4)
             split_rng, search_rng = rng.spawn(2)
             Xtr, X = self._split(X, split_rng)
-            res = self._search(Xtr, search_rng)
-            G, R, h = res.directions, res.slices, res.bandwidth
+            candidates = self._search(Xtr, search_rng).candidates
         tb = self.test_bandwidth
-        if is_collection(tb) or (tb is not None and not isinstance(tb, str) and np.ndim(tb) == 2):
+        collection = is_collection(tb) or (tb is not None and not isinstance(tb, str)
+                                           and np.ndim(tb) == 2)
+        if collection:
             check_positive_int(self.n_bandwidths, "n_bandwidths")
-            h = resolve_sliced_bandwidths(X @ G.T, tb, self.n_bandwidths, random_state=rng,
-                                          name="test_bandwidth")
-        elif tb is not None:
-            h = resolve_sliced_bandwidth(X @ G.T, tb, random_state=rng, name="test_bandwidth")
+        specs = []
+        for name, G, R, h in candidates:
+            if collection:
+                rows = resolve_sliced_bandwidths(X @ G.T, tb, self.n_bandwidths,
+                                                 random_state=rng, name="test_bandwidth")
+            elif tb is not None:
+                rows = resolve_sliced_bandwidth(X @ G.T, tb, random_state=rng,
+                                                name="test_bandwidth")[None, :]
+            else:
+                rows = np.asarray(h)[None, :]
+            specs.append((name, G, R, rows))
         S = evaluate_score(self.model, X, "model")
-        return X, S, G, R, h
+        return X, S, specs
 
     def _all_sums(self, X):
-        X, S, G, R, h = self._prepare(X, as_generator(self.random_state).spawn(2)[0])
-        rows = h if h.ndim == 2 else h[None, :]
+        """SlicedSteinSums of every statistic, and whether the test aggregates."""
+        X, S, specs = self._prepare(X, as_generator(self.random_state).spawn(2)[0])
         sums = [sliced_stein_sums(X, S, G, R, hk, kernel=self.kernel,
                                   kernel_params=self.kernel_params, max_memory=self.max_memory)
-                for hk in rows]
-        return sums, h.ndim == 2
+                for _, G, R, rows in specs for hk in rows]
+        return sums, len(sums) > 1
 
     def test(self, X):
         """Run the test on ``X`` (held-out data when fitted; else Algorithm 1 on a split).
+
+        With several candidate sets of directions (``init="auto"``) or a collection
+        of test bandwidths, the test aggregates over all of them: one bootstrap
+        shared by every statistic and the min-p level correction of
+        :class:`KSDTest`'s aggregated test (exact level, power of the best).
 
         Parameters
         ----------
@@ -370,17 +395,28 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
         -------
         GOFTestResult
             ``bandwidth`` holds the per-pair bandwidths; ``n_samples`` counts the
-            samples the statistic was computed on.
+            samples the statistic was computed on. An aggregated result carries
+            each statistic's bandwidth row (``bandwidths``, shape (L, m)), statistic,
+            own p-value and decision, and ``labels`` naming its candidate set (and
+            bandwidth factor).
         """
         rng = as_generator(self.random_state)
         prep_rng, boot_rng = rng.spawn(2)
-        X, S, G, R, h = self._prepare(X, prep_rng)
+        X, S, specs = self._prepare(X, prep_rng)
         n = X.shape[0]
-        rows = h if h.ndim == 2 else h[None, :]
         V = bootstrap_weights(self.bootstrap, n, self.n_bootstrap, boot_rng, self.statistic)
-        sums, null = sliced_sums_and_forms(X, S, G, R, rows, V, kernel=self.kernel,
-                                           kernel_params=self.kernel_params,
-                                           max_memory=self.max_memory)
+        sums, nulls, rows_all, labels = [], [], [], []
+        for name, G, R, rows in specs:
+            s, null = sliced_sums_and_forms(X, S, G, R, rows, V, kernel=self.kernel,
+                                            kernel_params=self.kernel_params,
+                                            max_memory=self.max_memory)
+            sums += s
+            nulls.append(null)
+            rows_all.append(rows)
+            labels += [name if len(rows) == 1 else f"{name}, factor {k}"
+                       for k in range(len(rows))]
+        null = np.concatenate(nulls, axis=1)
+        rows_all = np.concatenate(rows_all, axis=0)
         if self.statistic == "v":
             null += (V * V) @ np.stack([s.diag for s in sums], axis=1)
         stats = np.array([s.statistic(self.statistic) for s in sums])
@@ -388,31 +424,37 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
                   f"{self.bootstrap} bootstrap")
         common = dict(alpha=float(self.alpha), n_samples=n, bootstrap=self.bootstrap,
                       n_bootstrap=int(self.n_bootstrap))
-        if h.ndim == 1:
+        if len(stats) == 1:
             pvalue = bootstrap_pvalue(stats[0], null[:, 0])
             return GOFTestResult(
                 statistic=float(stats[0]), pvalue=float(pvalue),
                 threshold=bootstrap_threshold(null[:, 0], self.alpha),
                 reject=bool(pvalue <= self.alpha), method=method + ")",
-                bandwidth=np.asarray(h, dtype=np.float64), null_distribution=null[:, 0],
-                **common)
+                bandwidth=rows_all[0], null_distribution=null[:, 0], **common)
         agg = aggregate_minp(stats, null, self.alpha)
         k = agg.selected
+        what = []
+        if len(specs) > 1:
+            what.append(f"{len(specs)} direction sets")
+        if len(specs[0][3]) > 1:
+            what.append(f"{len(specs[0][3])} bandwidth factors")
         return GOFTestResult(
             statistic=float(stats[k]), pvalue=agg.pvalue,
             threshold=bootstrap_threshold(null[:, k], agg.level),
             reject=bool(agg.pvalue <= self.alpha),
-            method=method + f", aggregated over {len(rows)} bandwidth factors)",
-            bandwidth=rows[k], null_distribution=null[:, k],
-            bandwidths=rows, statistics=stats, pvalues=agg.pvalues,
-            rejected=agg.rejected, pvalue_threshold=agg.level, **common)
+            method=method + ", aggregated over " + " x ".join(what) + ")",
+            bandwidth=rows_all[k], null_distribution=null[:, k],
+            bandwidths=rows_all, statistics=stats, pvalues=agg.pvalues,
+            rejected=agg.rejected, pvalue_threshold=agg.level, labels=tuple(labels),
+            **common)
 
     def discrepancy(self, X):
         """The sliced KSD of ``X`` along the fitted directions (the test statistic).
 
         When not fitted, the directions are learned on a ``train_size`` split of
         ``X`` and the value is computed on the rest, as in :meth:`test`. For an
-        aggregated test, the array of the statistics at each bandwidth factor.
+        aggregated test, the array of its statistics (candidate sets of directions,
+        times bandwidth factors), in the order of the result's ``labels``.
         """
         sums, aggregated = self._all_sums(X)
         values = np.array([s.statistic(self.statistic) for s in sums])
