@@ -179,3 +179,91 @@ def test_validation_errors(kwargs, match):
     X = np.random.default_rng(0).standard_normal((30, 3))
     with pytest.raises((ValueError, TypeError), match=match):
         search_directions(X, Gaussian(np.zeros(3)), **kwargs)
+
+
+# ---------------------------------------------------------------------------
+# data-driven starts (init="auto")
+# ---------------------------------------------------------------------------
+def _spiked(n, d, seed, variance=0.2):
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal(d)
+    v /= np.linalg.norm(v)
+    Z = rng.standard_normal((n, d))
+    return Z - (1.0 - np.sqrt(variance)) * np.outer(Z @ v, v), v
+
+
+def _rotated_laplace(n, d, seed):
+    rng = np.random.default_rng(seed)
+    W = np.linalg.qr(rng.standard_normal((d, d)))[0]
+    return rng.laplace(scale=2**-0.5, size=(n, d)) @ W.T, W.T
+
+
+def test_stein_moment_matrix_vanishes_under_the_model():
+    from skstein.directions import stein_moment_matrix
+
+    X = np.random.default_rng(0).standard_normal((20000, 4)) * 2.0 + 1.0
+    M = stein_moment_matrix(X, -(X - 1.0) / 4.0)  # model N(1, 4 I)
+    np.testing.assert_allclose(M, 0.0, atol=0.05)
+    Y, v = _spiked(20000, 4, 1, variance=0.3)
+    M = stein_moment_matrix(Y, -Y)  # I - Cov(Y) = 0.7 v v^T
+    np.testing.assert_allclose(M, 0.7 * np.outer(v, v), atol=0.05)
+
+
+@pytest.mark.parametrize("variant", ["g", "rg"])
+def test_search_recovers_a_planted_low_variance_direction(variant):
+    d = 12
+    X, v = _spiked(400, d, 3)
+    res = search_directions(X, Gaussian(np.zeros(d)), variant=variant,
+                            n_slices=3 if variant == "rg" else None, random_state=0)
+    spectral = dict((c[0], c) for c in res.candidates)["spectral"]
+    G, R = spectral[1], spectral[2]
+    if variant == "rg":
+        assert np.max(np.abs(R @ v)) > 0.9 and np.max(np.abs(G @ v)) > 0.9
+    else:  # every slice d turns towards v, weighted by v_d
+        heavy = np.abs(v) > 0.3
+        assert np.all(np.abs(G[heavy] @ v) > 0.8)
+    # the axis-only search does not find it
+    ident = search_directions(X, Gaussian(np.zeros(d)), variant="rg", n_slices=3,
+                              init="identity", random_state=0)
+    assert np.max(np.abs(ident.slices @ v)) < 0.8
+
+
+def test_search_recovers_a_rotated_heavy_tailed_direction():
+    d = 8
+    X, W = _rotated_laplace(600, d, 4)
+    res = search_directions(X, Gaussian(np.zeros(d)), variant="rg", n_slices=4,
+                            random_state=0)
+    cubic = dict((c[0], c) for c in res.candidates)["cubic"]
+    # each cubic direction lies close to one of the Laplace directions
+    cos = np.abs(cubic[1] @ W.T).max(axis=1)
+    assert np.median(cos) > 0.85, cos
+
+
+def test_identity_start_stays_optimal_on_factorised_cases():
+    from skstein import MaxSKSDTest
+    from skstein.distributions import Laplace
+
+    d = 20
+    X = Laplace(d).rvs(1000, random_state=5)
+    test = MaxSKSDTest(Gaussian(np.zeros(d)), random_state=0).fit(X[:200])
+    assert test.directions_ is dict((c[0], c[1]) for c in test.candidates_)["identity"]
+    assert np.all(np.abs(np.diag(test.directions_)) > 0.9)  # refined, still the axes
+    res = test.test(X[200:])
+    k = res.labels.index("identity")
+    assert res.pvalues[k] == res.pvalues.min() and res.reject
+
+
+def test_search_does_not_depend_on_threads():
+    from skstein._numba import numba_threads
+
+    X, _ = _spiked(300, 10, 6)
+    kw = dict(variant="rg", n_slices=3, random_state=2)
+    with numba_threads(1):
+        a = search_directions(X, Gaussian(np.zeros(10)), **kw)
+    with numba_threads(2):
+        b = search_directions(X, Gaussian(np.zeros(10)), **kw)
+    for (na, Ga, Ra, ha), (nb, Gb, Rb, hb) in zip(a.candidates, b.candidates):
+        assert na == nb
+        np.testing.assert_array_equal(Ga, Gb)
+        np.testing.assert_array_equal(Ra, Rb)
+        np.testing.assert_array_equal(ha, hb)

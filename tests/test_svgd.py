@@ -8,8 +8,8 @@ from skstein import SVGD, SlicedSVGD
 from skstein._numba import numba_threads
 from skstein._numba.svgd import sliced_svgd_terms, sliced_svgd_terms_symmetric
 from skstein.distributions import Gaussian
-from skstein.kernels import IMQ, RBF
 from skstein.flows import svgd_terms
+from skstein.kernels import IMQ, RBF
 
 
 def _particles(n=37, d=4, seed=0):
@@ -150,3 +150,23 @@ def test_validation_errors():
     bad[0, 0] = np.inf
     with pytest.raises(ValueError, match="infinity|NaN"):
         SVGD(target).fit(bad)
+
+
+def test_sliced_svgd_variance_is_stable_over_a_long_run():
+    # N(0, I_8), particles from N(2, 2I): with gated direction updates the variance
+    # settles and stays, and the directions stop moving once the particles have
+    d, n = 8, 40
+    X0 = 2.0 + np.sqrt(2.0) * np.random.default_rng(0).standard_normal((n, d))
+    est = SlicedSVGD(Gaussian(np.zeros(d)), n_iter=2000, step_size=0.05,
+                     history_every=100).fit(X0)
+    var = est.history_["variance"]
+    it = est.history_["iteration"]
+    late = var[(it >= 1000)]
+    assert np.all(np.abs(late - 1.0) < 0.15), late
+    assert abs(var[-1] - late[0]) / late[0] < 0.02
+    assert est.n_direction_updates_ < 200 // 4  # checks every 10 iterations: few fire
+    ungated = SlicedSVGD(Gaussian(np.zeros(d)), n_iter=2000, step_size=0.05,
+                         slice_update_tol=0.0, history_every=100).fit(X0)
+    assert ungated.n_direction_updates_ == 200
+    with pytest.raises(ValueError, match="slice_update_tol"):
+        SlicedSVGD(Gaussian(np.zeros(d)), slice_update_tol=-1.0).fit(X0)
