@@ -295,7 +295,7 @@ def test_maxsksd_aggregated_level(case):
     X_train = (data.rvs(150, random_state=rng) if hasattr(data, "rvs") else data(150, rng))
     fitted = MaxSKSDTest(model, variant="g", test_bandwidth="aggregate", n_bootstrap=200,
                          random_state=0).fit(X_train)
-    assert len(fitted.candidates_) == 3  # 3 direction sets x 10 factors aggregated
+    assert len(fitted.candidates_) == 5  # 5 direction sets x 10 factors aggregated
     trials, alpha = 200, 0.05
     res = rejection_rate(fitted, data, 100, n_trials=trials, random_state=2, n_jobs=1)
     assert _within_3_sigma(res.rate, alpha, trials), res.rate

@@ -63,13 +63,6 @@ def _relative_result(X, S_p, S_q, kernel, variance, alpha, max_memory, method):
     return result_from_sums(sums, X.shape[0], variance, alpha, method, kernel.bandwidth)
 
 
-def _relative_collection(X, S_p, S_q, kernels, variance, alpha, max_memory, rng, latent=False):
-    """Aggregated relative KSD test over a tuple of kernels (see :class:`RelativeKSDTest`)."""
-    sums = _ksd_difference(X, S_p, S_q, kernels, variance, max_memory)
-    method = _method_name("ksd", kernels[0].name, variance, latent, len(kernels))
-    return aggregated_result(sums, alpha, method, [k.bandwidth for k in kernels], variance, rng)
-
-
 def relative_ksd(X, model_p, model_q, *, kernel="imq", bandwidth="aggregate", n_bandwidths=10,
                  kernel_params=None, variance="jackknife", alpha=0.05, model_score="auto",
                  n_posterior_samples=500, burn_in=200, random_state=None,
