@@ -116,7 +116,11 @@ def _imq_k(base, p1, half):
 
 @njit(cache=True, inline="always")
 def _pair_h(code, half, p1, ui, ai, uj, aj, c, p0, acc, tmp):
-    """acc[k] += h_k(i, j) and tmp[k] = h_k(i, j) for all k (vectorisable loops)."""
+    """acc[k] += h_k(i, j) and tmp[k] = h_k(i, j) for all k (vectorisable loops).
+
+    One branch-free loop per kernel: a branch inside the k-loop (even on a loop
+    invariant) keeps it from vectorising.
+    """
     m = ui.shape[0]
     if code == RBF:
         for k in range(m):
@@ -131,13 +135,27 @@ def _pair_h(code, half, p1, ui, ai, uj, aj, c, p0, acc, tmp):
                 - ck * ck * (2.0 * k1 + 4.0 * t * k2)
             acc[k] += h
             tmp[k] = h
+    elif half:
+        for k in range(m):
+            d = ui[k] - uj[k]
+            t = d * d
+            q = p0[k]
+            ib = 1.0 / (1.0 + t * q)
+            kk = np.sqrt(ib)
+            k1 = -0.5 * q * kk * ib
+            k2 = -1.5 * q * k1 * ib
+            ck = c[k]
+            h = kk * ai[k] * aj[k] - 2.0 * ck * d * k1 * (ai[k] - aj[k]) \
+                - ck * ck * (2.0 * k1 + 4.0 * t * k2)
+            acc[k] += h
+            tmp[k] = h
     else:
         for k in range(m):
             d = ui[k] - uj[k]
             t = d * d
             q = p0[k]
             base = 1.0 + t * q
-            kk = _imq_k(base, p1, half)
+            kk = base**p1
             ib = 1.0 / base
             k1 = p1 * q * kk * ib
             k2 = (p1 - 1.0) * q * k1 * ib
@@ -174,13 +192,24 @@ def _pair_grad(code, half, p1, ui, ai, uj, aj, c, p0, acc, arho, apsi, abeta):
             k2 = -q * k1
             k3 = -q * k2
             _grad_terms(t, d, kk, k1, k2, k3, c[k], ai[k], aj[k], k, acc, arho, apsi, abeta)
+    elif half:
+        for k in range(m):
+            d = ui[k] - uj[k]
+            t = d * d
+            q = p0[k]
+            ib = 1.0 / (1.0 + t * q)
+            kk = np.sqrt(ib)
+            k1 = -0.5 * q * kk * ib
+            k2 = -1.5 * q * k1 * ib
+            k3 = -2.5 * q * k2 * ib
+            _grad_terms(t, d, kk, k1, k2, k3, c[k], ai[k], aj[k], k, acc, arho, apsi, abeta)
     else:
         for k in range(m):
             d = ui[k] - uj[k]
             t = d * d
             q = p0[k]
             base = 1.0 + t * q
-            kk = _imq_k(base, p1, half)
+            kk = base**p1
             ib = 1.0 / base
             k1 = p1 * q * kk * ib
             k2 = (p1 - 1.0) * q * k1 * ib
