@@ -202,8 +202,9 @@ def _first_start(init, variant, m, d, rng, orthogonal_slices=True):
 
 #: Maximum iterations of the fixed-point iteration of the cubic Stein moment.
 CUBIC_ITERATIONS = 50
-#: Starts of ``init="auto"``.
-AUTO_STARTS = ("identity", "spectral", "cubic")
+#: Starts of ``init="auto"``, per variant, in the order of ``candidates``.
+AUTO_STARTS = {"g": ("identity", "spectral", "spectral-top", "spectral-bottom", "cubic"),
+               "rg": ("identity", "spectral", "cubic")}
 
 
 def _standardised(X):

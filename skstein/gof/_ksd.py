@@ -1,8 +1,7 @@
 """The kernel Stein discrepancy goodness-of-fit test."""
 
-from sklearn.base import BaseEstimator
-
 import numpy as np
+from sklearn.base import BaseEstimator
 
 from .._bootstrap import aggregate_minp, bootstrap_pvalue, bootstrap_threshold, bootstrap_weights
 from .._random import as_generator
