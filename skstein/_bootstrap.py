@@ -152,7 +152,9 @@ class AggregateDecision:
         Each test's own bootstrap p-value.
     level : float
         The per-test level after the correction: test ``l`` rejects when
-        ``pvalues[l] <= level``, and the aggregated test rejects when one of them does.
+        ``pvalues[l] < level``, or when ``pvalues[l] == level`` and its standardised
+        statistic beats that of the critical bootstrap draw; the aggregated test
+        rejects when one of them does.
     rejected : ndarray of bool (L,)
         Which tests reject at the corrected level.
     selected : int
@@ -174,13 +176,22 @@ def aggregate_minp(statistics, null, alpha):
     statistic comes from the same bootstrap weights, so the rows of
     ``T = [statistics; null]`` are ``M + 1`` exchangeable vectors under H0 (to the
     accuracy of the bootstrap). Each entry gets its p-value within its column,
-    :math:`p_l(T_j) = \#\{k : T_{kl} \ge T_{jl}\} / (M + 1)`; the aggregated
-    statistic is :math:`q_j = \min_l p_l(T_j)`, smaller meaning more significant, and
-    its p-value is :math:`(1 + \#\{m \ge 1 : q_m \le q_0\}) / (M + 1)`. This is the
-    test of KSDAgg (Schrab, Guedj & Gretton 2022) with uniform weights, with the
-    level correction computed exactly on the same draws instead of by bisection on a
-    second set: its level is that of a single bootstrap test, whatever ``L`` and
-    however correlated the statistics. With ``L = 1`` it is the single test.
+    :math:`p_l(T_j) = \#\{k : T_{kl} \ge T_{jl}\} / (M + 1)`, and its standardised
+    value :math:`z_l(T_j) = (T_{jl} - \bar T_l) / s_l` (mean and deviation over all
+    ``M + 1`` rows). Row ``j`` is summarised by its most significant entry, ordering
+    entries by smaller p-value first and larger ``z`` among equal p-values; the
+    aggregated p-value is the share of rows at least as significant as the observed
+    one, :math:`(1 + \#\{m \ge 1 : \text{row } m \succeq \text{row } 0\}) / (M + 1)`.
+
+    This is the test of KSDAgg (Schrab, Guedj & Gretton 2022) with uniform weights,
+    with the level correction computed exactly on the same draws instead of by
+    bisection on a second set: since the ordering is a fixed function of the rows,
+    the level is that of a single bootstrap test whatever ``L`` and however correlated
+    the statistics. The ``z`` tie-break matters when ``L`` is not small against ``M``:
+    p-values move in steps of ``1 / (M + 1)``, and without it the many rows whose
+    minimum is the smallest step (each column's largest draw) would tie with every
+    significant observation and the test could never reject. With ``L = 1`` it is
+    the single test.
     """
     statistics = np.asarray(statistics, dtype=np.float64)
     null = np.asarray(null, dtype=np.float64)
@@ -192,21 +203,25 @@ def aggregate_minp(statistics, null, alpha):
         # number of entries >= each value, itself included
         ranks[:, col] = (M + 1) - np.searchsorted(srt, T[:, col], side="left")
     ranks /= M + 1.0
+    sd = T.std(axis=0)
+    z = np.where(sd > 0, (T - T.mean(axis=0)) / np.where(sd > 0, sd, 1.0), 0.0)
+    # each row's most significant entry: smallest p, then largest z
     q = ranks.min(axis=1)
-    pvalue = (1.0 + np.count_nonzero(q[1:] <= q[0])) / (M + 1.0)
-    # largest per-test level with (1 + #{q_m <= level}) / (M + 1) <= alpha
+    zq = np.where(ranks == q[:, None], z, -np.inf).max(axis=1)
+    as_strong = (q[1:] < q[0]) | ((q[1:] == q[0]) & (zq[1:] >= zq[0]))
+    pvalue = (1.0 + np.count_nonzero(as_strong)) / (M + 1.0)
+    # the critical null row: test l rejects when its entry is more significant
     k = int(np.floor(alpha * (M + 1.0) + 1e-9)) - 1
-    qs = np.sort(q[1:])
-    if k < 0:
-        level = 0.0
-    elif k >= M:
-        level = 1.0
-    else:
-        level = float(qs[k] - 0.5 / (M + 1.0))
     pvalues = ranks[0]
-    rejected = pvalues <= level
-    sd = null.std(axis=0)
-    z = np.where(sd > 0, (statistics - null.mean(axis=0)) / np.where(sd > 0, sd, 1.0), 0.0)
+    if k < 0:
+        level, rejected = 0.0, np.zeros(L, dtype=bool)
+    elif k >= M:
+        level, rejected = 1.0, np.ones(L, dtype=bool)
+    else:
+        order = np.lexsort((-zq[1:], q[1:]))
+        crit = order[k] + 1
+        level = float(q[crit])
+        rejected = (pvalues < level) | ((pvalues == level) & (z[0] > zq[crit]))
     best = np.flatnonzero(pvalues == pvalues.min())
-    selected = int(best[np.argmax(z[best])])
+    selected = int(best[np.argmax(z[0, best])])
     return AggregateDecision(float(pvalue), pvalues, level, rejected, selected)
