@@ -24,8 +24,9 @@ from sklearn.utils.validation import check_array
 from ._numba import numba_threads
 from ._numba.sliced import IMQ as _SLICED_IMQ
 from ._numba.sliced import RBF as _SLICED_RBF
+from ._numba.bootstrap import add_weighted_forms
 from ._numba.sliced import sliced_stein_rows, sliced_stein_upper
-from ._bootstrap import FORM_BLOCK, block_forms, bootstrap_forms, upper_block_forms
+from ._bootstrap import FORM_BLOCK, block_forms, bootstrap_forms
 from ._numba.stein import kernel_params, stein_block_inplace, stein_upper_multi
 from ._validation import check_choice, check_samples, evaluate_score
 from .kernels import (
@@ -44,6 +45,8 @@ __all__ = ["ksd", "stein_matrix", "ksd_power_criterion", "resolve_bandwidth", "D
 
 #: Default memory budget (bytes) for the temporaries of one Stein-kernel pass.
 DEFAULT_MAX_MEMORY = 64 * 2**20
+#: Bytes of the products of one column chunk of the bootstrap forms (kept in cache).
+FORM_CHUNK = 32 * 2**20
 
 
 @dataclass
@@ -212,8 +215,17 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
         rowsums[:, a:b] += rowsum
         rowsums[:, a:] += H.sum(axis=1)
         totals += 2.0 * rowsum.sum(axis=1)
-        for li in range(L if V is not None else 0):
-            forms[:, li] += upper_block_forms(H[li], V, a)
+        if V is not None:
+            # one product for all kernels: the weights of rows a:b against the
+            # kernels' blocks side by side (one large product runs faster than L),
+            # in column chunks that keep the product within max_memory
+            M = V.shape[0]
+            width = max(1, min(n - a, min(max_memory, FORM_CHUNK) // (8 * M * L)))
+            for c in range(0, n - a, width):
+                e = min(n - a, c + width)
+                wide = np.ascontiguousarray(H[:, :, c:e].transpose(1, 0, 2))
+                R = (V[:, a:b] @ wide.reshape(b - a, -1)).reshape(M, L, e - c)
+                add_weighted_forms(R, V, a + c, forms)
     sums = [SteinSums(n, float(totals[li]), _diagonal(k, S), rowsums[li], None)
             for li, k in enumerate(kernels)]
     return sums, forms

@@ -33,9 +33,9 @@ import numbers
 from contextlib import nullcontext
 
 import numpy as np
-from scipy.spatial.distance import pdist
 
 from ._numba import numba_threads
+from ._numba.distances import condensed_distances
 from ._numba.sliced import median_abs_diff_columns, quantile_abs_diff_columns
 from ._random import as_generator
 
@@ -257,7 +257,7 @@ def median_bandwidth(X, *, max_points=2000, random_state=None):
     X = _subsample(np.asarray(X, dtype=np.float64), max_points, random_state)
     if X.shape[0] < 2:
         raise ValueError("the median heuristic needs at least 2 samples.")
-    d = pdist(X)
+    d = pairwise_distances_condensed(X)
     return _positive_median(d)
 
 
@@ -286,6 +286,21 @@ def median_bandwidth_1d(U, *, max_points=1000, random_state=None):
             "give an explicit bandwidth."
         )
     return out
+
+
+def pairwise_distances_condensed(X):
+    """The distances ``||x_i - x_j||``, ``i < j``, in the order of ``scipy``'s ``pdist``.
+
+    One BLAS Gram product of the centred rows and a parallel compiled pass (see
+    :func:`skstein._numba.distances.condensed_distances`); agrees with ``pdist`` to
+    about 1e-12 relative, with exact zeros for repeated rows.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    Xc = np.ascontiguousarray(X - X.mean(axis=0))
+    G = Xc @ Xc.T
+    nx = np.ascontiguousarray(np.diagonal(G))
+    n = X.shape[0]
+    return condensed_distances(Xc, G, nx, np.empty(n * (n - 1) // 2))
 
 
 def _positive_median(d):
@@ -335,7 +350,7 @@ def bandwidth_grid(X, n_bandwidths=10, *, max_points=2000, random_state=None):
     X = _subsample(np.asarray(X, dtype=np.float64), max_points, random_state)
     if X.shape[0] < 2:
         raise ValueError("a bandwidth collection needs at least 2 samples.")
-    d = pdist(X)
+    d = pairwise_distances_condensed(X)
     med = _positive_median(d)
     if n_bandwidths == 1:
         return np.array([med])

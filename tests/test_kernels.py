@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from skstein.kernels import IMQ, RBF, make_kernel, median_bandwidth, median_bandwidth_1d
+from skstein.kernels import (IMQ, RBF, make_kernel, median_bandwidth, median_bandwidth_1d,
+                             pairwise_distances_condensed)
 
 KERNELS = [RBF(0.7), RBF(2.5), IMQ(1.3), IMQ(0.8, beta=-0.3)]
 
@@ -62,6 +63,19 @@ def test_median_bandwidth_is_median_of_pairwise_distances(rng):
     X = rng.standard_normal((41, 3))
     d = [np.linalg.norm(X[i] - X[j]) for i in range(41) for j in range(i + 1, 41)]
     assert median_bandwidth(X) == pytest.approx(np.median(d), rel=1e-12)
+
+
+@pytest.mark.parametrize("n, d", [(2, 1), (7, 3), (60, 1), (129, 40)])
+def test_pairwise_distances_match_the_loop(rng, n, d):
+    # offset data and near-repeated rows: where the Gram identity cancels
+    X = 50.0 + rng.standard_normal((n, d))
+    X[-1] = X[0]
+    if n > 3:
+        X[1] = X[2] + 1e-7
+    expect = [np.sqrt(np.sum((X[i] - X[j]) ** 2)) for i in range(n) for j in range(i + 1, n)]
+    got = pairwise_distances_condensed(X)
+    np.testing.assert_allclose(got, expect, rtol=1e-10, atol=0)
+    assert got[n - 2] == 0.0  # the repeated pair (0, n - 1) is exactly zero
 
 
 def test_median_bandwidth_subsample_is_seeded(rng):
