@@ -202,6 +202,9 @@ def _first_start(init, variant, m, d, rng, orthogonal_slices=True):
 
 #: Maximum iterations of the fixed-point iteration of the cubic Stein moment.
 CUBIC_ITERATIONS = 50
+#: The iteration stops when every direction moved by less than this in 1 - |cos|
+#: (an angle below about 1.4e-4 radians).
+CUBIC_TOL = 1e-8
 #: Starts of ``init="auto"``, per variant, in the order of ``candidates``.
 AUTO_STARTS = {"g": ("identity", "spectral", "spectral-top", "spectral-bottom", "cubic"),
                "rg": ("identity", "spectral", "cubic")}
@@ -275,7 +278,7 @@ def _cubic_start(X, S, variant, m, rng, orthogonal_slices):
             new = np.sign(values)[:, None] * grad
             norms = np.linalg.norm(new, axis=1)
             new = np.where(norms[:, None] > 0, new / np.where(norms > 0, norms, 1.0)[:, None], G)
-            done = np.all(np.abs(np.einsum("kd,kd->k", new, G)) > 1.0 - 1e-10)
+            done = np.all(np.abs(np.einsum("kd,kd->k", new, G)) > 1.0 - CUBIC_TOL)
             G = new
             if done:
                 break
@@ -298,7 +301,7 @@ def _cubic_start(X, S, variant, m, rng, orthogonal_slices):
             if norm == 0:
                 break
             new = grad / norm
-            done = abs(new @ g) > 1.0 - 1e-10
+            done = abs(new @ g) > 1.0 - CUBIC_TOL
             g = new
             if done:
                 break

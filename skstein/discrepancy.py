@@ -495,6 +495,10 @@ def sliced_stein_sums(X, S, directions, slices, bandwidths, *, kernel="rbf",
     SlicedSteinSums
     """
     n = X.shape[0]
+    if (np.all(directions == directions[0]) and np.all(bandwidths == bandwidths[0])
+            and (return_matrix or SHARED_DIRECTION_ARRAYS * 8 * n * n <= max_memory)):
+        return _shared_direction_sums(X, S, directions[0], slices, float(bandwidths[0]),
+                                      kernel, kernel_params, return_matrix)
     U, A, c = sliced_projections(X, S, directions, slices)
     m = U.shape[1]
     code, p0, p1 = _sliced_kernel_params(kernel, bandwidths, kernel_params)
@@ -517,6 +521,52 @@ def sliced_stein_sums(X, S, directions, slices, bandwidths, *, kernel="rbf",
         pair_sums = rows.sum(axis=0)
         upper = None
     return SlicedSteinSums(n, float(np.sum(pair_sums)), diag_k.sum(axis=1), rowsums, upper,
+                           pair_sums, diag_k.sum(axis=0))
+
+
+#: ``n x n`` temporaries of the shared-direction pass (it runs when they fit).
+SHARED_DIRECTION_ARRAYS = 8
+
+
+def _shared_direction_sums(X, S, g, slices, bandwidth, kernel, kernel_params, return_matrix):
+    r""":func:`sliced_stein_sums` when every slice is tested along one direction ``g``.
+
+    With one projection :math:`u = Xg` and one bandwidth, :math:`\delta`, ``K`` and its
+    derivatives are shared by all ``m`` slices, and the summed kernel is
+
+    .. math::
+
+        \sum_k h_k(i, j) = K\, a_i^\top a_j - 2\delta K' (b_i - b_j)
+        - \|c\|^2 (2K' + 4tK''), \qquad b = A c,
+
+    one ``n x n`` pass and a Gram product instead of ``m`` kernel evaluations per
+    pair. The per-slice totals follow from the same matrices:
+    :math:`\sum_{i \ne j} h_k = a_k^\top K_0 a_k - 4 c_k a_k^\top W 1 - c_k^2 T` with
+    :math:`K_0` the kernel matrix without its diagonal, :math:`W = \delta K'` and
+    :math:`T = \sum_{i \ne j} (2K' + 4tK'')`.
+    """
+    n = X.shape[0]
+    A = S @ slices.T
+    c = slices @ g
+    code, p0, p1 = _sliced_kernel_params(kernel, np.full(len(c), bandwidth), kernel_params)
+    diag_k = _sliced_diag(code, p0, p1, A, c)
+    u = X @ g
+    delta = u[:, None] - u[None, :]
+    t = delta * delta
+    K, K1, K2 = make_kernel(kernel, bandwidth, kernel_params).profile(t)
+    np.fill_diagonal(K, 0.0)
+    b = A @ c
+    W = delta * K1
+    rest = 2.0 * K1 + 4.0 * t * K2
+    np.fill_diagonal(rest, 0.0)
+    H = K * (A @ A.T)
+    H -= 2.0 * W * (b[:, None] - b[None, :])
+    H -= (c @ c) * rest
+    np.fill_diagonal(H, 0.0)
+    pair_sums = (np.einsum("ik,ik->k", A, K @ A) - 4.0 * c * (A.T @ W.sum(axis=1))
+                 - c * c * rest.sum())
+    upper = np.triu(H, 1) if return_matrix else None
+    return SlicedSteinSums(n, float(H.sum()), diag_k.sum(axis=1), H.sum(axis=1), upper,
                            pair_sums, diag_k.sum(axis=0))
 
 

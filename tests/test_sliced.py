@@ -67,8 +67,12 @@ KERNEL_CASES = [("rbf", None), ("imq", None), ("imq", {"beta": -0.3})]
 
 @pytest.mark.parametrize("kernel,params", KERNEL_CASES)
 @pytest.mark.parametrize("n,d,m", [(2, 1, 1), (7, 3, 2), (40, 5, 5), (67, 4, 3)])
-def test_sliced_sums_match_double_loop(kernel, params, n, d, m):
+@pytest.mark.parametrize("shared", [False, True])
+def test_sliced_sums_match_double_loop(kernel, params, n, d, m, shared):
     X, S, G, R, h = _problem(n, d, m)
+    if shared:  # every slice along one direction, one bandwidth: the shared-direction pass
+        G = np.repeat(G[:1], m, axis=0)
+        h = np.full(m, h[0])
     beta = -0.5 if params is None else params["beta"]
     ref = slow_sliced_matrices(X, S, G, R, h, kernel, beta)
     off = ref.copy()
