@@ -80,7 +80,11 @@ class LinearKSDTest(BaselineTestMixin, BaseEstimator):
     two halves of the sample (see :mod:`skstein.gof._linear`): :math:`O(nD)` time and
     memory. Its null distribution is asymptotically normal, with the variance estimated
     from the same terms, so no simulation is needed; the price is power: the statistic
-    uses :math:`n/2` of the :math:`n(n-1)/2` pairs of :class:`KSDTest`.
+    uses :math:`n/2` of the :math:`n(n-1)/2` pairs of :class:`KSDTest`. The normal
+    approximation also needs many pairs: the terms are skewed, and at ``n = 1000`` the
+    test is conservative (measured for N(0, I) in ``D = 2`` over 400 null trials per
+    seed: rejection rates 1.3% and 3.8% at level 5%; 4.5% at ``n = 4000``; 4.8%, 5.5%
+    and 4.8% at ``n = 20000``).
 
     Parameters
     ----------
