@@ -30,13 +30,19 @@ values can each leave the range of a double:
   - \sin(\omega_j^\top x_i + b_j)\, \omega_{ja}]`.
 
 :math:`\ell_j` holds the per-feature constants (importance weights) and :math:`M` a
-common shift, so that the largest value is of order one.
+common shift, so that the largest value is of order one; values below :math:`e^{-700}`
+of it are set to zero.
 """
 
 import numpy as np
 from numba import njit, prange
 
 from .stein import radial_profile
+
+
+#: Relative magnitudes below exp(-700) (about 1e-304) are set to zero rather than left
+#: as subnormal numbers, which slow every later product down.
+_LOG_TINY = -700.0
 
 
 @njit(cache=True, parallel=True)
@@ -138,7 +144,8 @@ def imq_feature_rows(X, S, Z, c2, beta, logc, shift, out):
                 r = X[i, a] - Z[j, a]
                 t += r * r
             base_t = c2 + t
-            mag = np.exp(logc[j] + beta * np.log(base_t) - shift)
+            e = logc[j] + beta * np.log(base_t) - shift
+            mag = np.exp(e) if e > _LOG_TINY else 0.0
             g = 2.0 * beta / base_t
             base = j * d
             for a in range(d):
@@ -179,7 +186,7 @@ def sech_feature_rows(X, S, Z, center, tilt, rate, logc, shift, out):
             acc = logc[j] + tilt * tx - shift
             for a in range(d):
                 acc -= _log_cosh(rate * (X[i, a] - Z[j, a]))
-            mag = np.exp(acc)
+            mag = np.exp(acc) if acc > _LOG_TINY else 0.0
             base = j * d
             for a in range(d):
                 u = X[i, a] - center[a]
