@@ -39,3 +39,16 @@ def test_paper_settings():
     assert make_baseline("RFF-Gauss", lambda X: -X, 500).null_samples is None
     with pytest.raises(ValueError, match="unknown baseline"):
         make_baseline("KSD-sliced", model, 500)
+
+
+@pytest.mark.slow
+def test_trials_do_not_depend_on_n_jobs():
+    from skstein.experiments import rejection_rate
+
+    model = Gaussian(np.zeros(3))
+    for method in ("FSSD-opt", "RFSD-SechExp"):
+        test = make_baseline(method, model, 100)
+        a = rejection_rate(test, Laplace(3), 300, n_trials=4, random_state=5, n_jobs=1)
+        b = rejection_rate(test, Laplace(3), 300, n_trials=4, random_state=5, n_jobs=2)
+        assert np.array_equal(a.pvalues, b.pvalues)
+        assert np.array_equal(a.statistics, b.statistics)

@@ -57,13 +57,14 @@ class FSSDTest(BaselineTestMixin, BaseEstimator):
     ``optimize=False`` (FSSD-rand): the locations are ``n_locations`` draws from the
     Gaussian fitted to the data (mean and covariance), the bandwidth the median
     heuristic; the whole sample is tested. ``optimize=True`` (FSSD-opt): on a training
-    split (``train_size``) the bandwidth is first chosen on a grid of five values
-    :math:`h_{\mathrm{med}} 2^{k/2}, k = -3..3` step 1.5 (kgof's grid of squared widths
-    :math:`2^{-3} .. 2^3`), then the locations and the bandwidth ascend the power
-    criterion :math:`\widehat{\mathrm{FSSD}^2_u} / \sqrt{\hat\sigma^2_{H_1} + \mathrm{reg}}`
-    by L-BFGS-B with its exact gradient, the bandwidth kept within
-    :math:`[0.1, 10]\,h_{\mathrm{med}}` and the locations within the data's bounding box
-    widened by 10 standard deviations per coordinate; the rest of the sample is tested.
+    split (``train_size``) the bandwidth is first chosen on the grid
+    :math:`h_{\mathrm{med}} 2^t`, :math:`t \in \{-1.5, -0.75, 0, 0.75, 1.5\}` (kgof's grid
+    of squared widths, :math:`h^2_{\mathrm{med}} 2^{2t}`), then the locations and the
+    bandwidth ascend the power criterion
+    :math:`\widehat{\mathrm{FSSD}^2_u} / \sqrt{\hat\sigma^2_{H_1} + \mathrm{reg}}` by L-BFGS-B
+    with its exact gradient, the bandwidth kept within :math:`[0.1, 10]\,h_{\mathrm{med}}`
+    and the locations within the data's bounding box widened by 10 standard deviations
+    per coordinate; the rest of the sample is tested.
 
     Parameters
     ----------
