@@ -65,10 +65,11 @@ class RFSDTest(BaselineTestMixin, BaseEstimator):
     IMQ exponent :math:`\beta' = -(D + \mathrm{df})/0.32` makes each feature a sharp
     bump, whose sample mean is dominated by the few samples near :math:`z_j` and is far
     from normal. Measured with N(0, I) as model and data, 10 features, level 5%: L1 IMQ
-    rejected 6.7-10% of null samples in ``D = 2`` (300 trials each at ``n = 500`` and
-    2000) and 11.3% (300 trials) in ``D = 20`` at ``n = 1000``; with ``gamma = 1`` 4.3-6%
-    in ``D = 2``. At ``D = 20``, ``n = 1000``: L2 SechExp 7.0% (300 trials), Gaussian
-    and Cauchy random Fourier features 4.5% (400) and 3.3% (300).
+    rejected 6-10% of null samples in ``D = 2`` (300 trials each at ``n = 500`` and
+    2000, covariance from the data or from model samples) and 11.3% (300 trials) in
+    ``D = 20`` at ``n = 1000``; with ``gamma = 1`` 4.3-6% in ``D = 2``. At ``D = 20``,
+    ``n = 1000``: L2 SechExp 7.0% (300 trials), Gaussian and Cauchy random Fourier
+    features 4.5% (400) and 3.3% (300).
 
     Parameters
     ----------
