@@ -7,6 +7,8 @@ from ._result import GOFTestResult, RelativeTestResult  # noqa: E402
 from ._validation import HeavyTailWarning  # noqa: E402
 from .discrepancy import ksd, ksd_power_criterion, max_sksd, stein_matrix  # noqa: E402
 from .gof import KSDTest, MaxSKSDTest  # noqa: E402
+from .gof import FSSDTest, LinearKSDTest, MMDGOFTest, RFSDTest, linear_ksd  # noqa: E402
+from .features import fssd, rfsd  # noqa: E402
 from .directions import search_directions  # noqa: E402
 from .kernels import IMQ, RBF, median_bandwidth  # noqa: E402
 from .svgd import SVGD, SlicedSVGD  # noqa: E402
@@ -37,3 +39,4 @@ __all__ = [
     "IMQ",
     "median_bandwidth",
 ]
+__all__ += ["FSSDTest", "LinearKSDTest", "RFSDTest", "MMDGOFTest", "fssd", "rfsd", "linear_ksd"]

@@ -2,9 +2,18 @@
 
 One family per module: :mod:`._ksd` (:class:`KSDTest`), :mod:`._maxsksd`
 (:class:`MaxSKSDTest`); :mod:`._base` holds what they share.
+
+The baselines: :mod:`._fssd` (:class:`FSSDTest`), :mod:`._linear`
+(:class:`LinearKSDTest`), :mod:`._rfsd` (:class:`RFSDTest`, random-feature Stein
+discrepancies and random-Fourier-feature KSD), :mod:`._mmd` (:class:`MMDGOFTest`).
 """
 
 from ._ksd import KSDTest
 from ._maxsksd import MaxSKSDTest
+from ._fssd import FSSDTest
+from ._linear import LinearKSDTest, linear_ksd
+from ._mmd import MMDGOFTest
+from ._rfsd import RFSDTest
 
 __all__ = ["KSDTest", "MaxSKSDTest"]
+__all__ += ["FSSDTest", "LinearKSDTest", "linear_ksd", "MMDGOFTest", "RFSDTest"]

@@ -1,5 +1,6 @@
 """Shared parts of the goodness-of-fit tests: parameter checks, validation."""
 
+import numbers
 import warnings
 
 import numpy as np
@@ -48,3 +49,47 @@ class SteinTestMixin(RandomStateTagsMixin):
         if reset:
             self._check_model_dim()
         return X
+
+
+def split_sample(X, train_size, rng):
+    """Split the rows of ``X`` at random into a training and a test part.
+
+    ``train_size`` is a fraction in (0, 1) or a number of rows; each part keeps at least
+    2 rows, in their original order.
+    """
+    n = X.shape[0]
+    ts = train_size
+    if isinstance(ts, bool) or not isinstance(ts, numbers.Real):
+        raise TypeError(f"train_size must be a float in (0, 1) or an int, got {ts!r}.")
+    if isinstance(ts, numbers.Integral):
+        n_train = int(ts)
+    else:
+        if not 0.0 < ts < 1.0:
+            raise ValueError(f"train_size must be in (0, 1) as a fraction, got {ts!r}.")
+        n_train = int(round(ts * n))
+    if n < 4 or n_train < 2 or n - n_train < 2:
+        raise ValueError(
+            f"train_size={ts!r} must leave at least 2 samples to learn on and 2 to test; "
+            f"X has {n} samples.")
+    perm = rng.permutation(n)
+    return X[np.sort(perm[:n_train])], X[np.sort(perm[n_train:])]
+
+
+class BaselineTestMixin(SteinTestMixin):
+    """Checks shared by the linear-time and two-sample baselines (FSSD, RFSD, linear KSD,
+    MMD): the model, the level, the number of null draws, the data's width."""
+
+    def _check_baseline_params(self, n_draws=None, n_draws_name=None, needs_score=True):
+        if needs_score:
+            resolve_score(self.model, "model")
+        check_alpha(self.alpha)
+        if n_draws_name is not None:
+            check_positive_int(n_draws, n_draws_name)
+            if n_draws < int(np.ceil(1.0 / self.alpha)) - 1:
+                warnings.warn(
+                    f"{n_draws_name}={n_draws} is too small to ever reject at "
+                    f"alpha={self.alpha}; use at least {int(np.ceil(1.0 / self.alpha)) - 1}.",
+                    UserWarning,
+                    stacklevel=3,
+                )
+        self._check_model_dim()
