@@ -200,7 +200,7 @@ def ksd_value_and_grad(X, S, *, kernel="rbf", bandwidth="median", kernel_params=
         with numba_threads(1) if (b - a) * n < SERIAL_EVALUATIONS else nullcontext():
             stein_grad_block(code, p0, p1, d, W, K, K1, nx, nsx, a, rh, rk1, rw)
         total += float(np.sum(rh))
-        # sum_j [kappa s_j - 2 kappa' (x_i - x_j)] and sum_j [2 w (x_i - x_j) - 2 kappa' (s_i - s_j)]
+        # sum_j dh(i, j)/ds_i and sum_j dh(i, j)/dx_i; the terms h(j, i) double them below
         gS[a:b] = K @ S - 2.0 * (rk1[:, None] * Xa - K1 @ Xc)
         gX[a:b] = 2.0 * (rw[:, None] * Xa - W @ Xc) - 2.0 * (rk1[:, None] * Sa - K1 @ S)
     gS *= 2.0
@@ -433,7 +433,10 @@ class KSDLoss(BaseEstimator):
         return res
 
     def model_value_and_grad(self, model, X):
-        """``(value, dL/dtheta)`` for a model with ``grad_logpdf_vjp`` (see :func:`model_value_and_grad`)."""
+        """``(value, dL/dtheta)`` for a model with ``grad_logpdf_vjp``.
+
+        See :func:`model_value_and_grad`.
+        """
         return model_value_and_grad(self, model, X)
 
 

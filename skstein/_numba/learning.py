@@ -65,7 +65,7 @@ def radial_profile3(code, t, p0, p1):
 @njit(cache=True, parallel=True)
 def stein_grad_block(code, p0, p1, dim, G, SS, C, nx, nsx, row0, rowsum_h, rowsum_k1,
                      rowsum_w):
-    r"""Overwrite Gram blocks with :math:`\Omega` (in ``G``), :math:`K` (``SS``), :math:`K'` (``C``).
+    r"""Overwrite Gram blocks with :math:`\Omega` (``G``), :math:`K` (``SS``), :math:`K'` (``C``).
 
     Full rows ``row0 .. row0 + B`` against all ``N`` columns; the diagonal entries
     (global ``j == i``) are set to zero in all three.
@@ -228,4 +228,3 @@ def sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum):
                     beta_i[k] += bi
                     beta_j[k] += bj
     return hsum
-
