@@ -321,7 +321,10 @@ class SGHMC:
         return eps, C, sg, float(np.sqrt(2.0 * (C - B) * eps))
 
     def iterate(self, target, Z0, n_steps, *, random_state=None, momentum=None):
-        """Run the chains; yield a copy of the states after every step.
+        """Run the chains; an iterator over copies of the states after every step.
+
+        The arguments are checked when it is called; the chains advance as the
+        iterator is consumed.
 
         Parameters
         ----------
@@ -334,9 +337,9 @@ class SGHMC:
         momentum : array-like of shape (n_chains, d), default=None
             Initial momenta; ``None`` draws them from N(0, I).
 
-        Yields
-        ------
-        ndarray of shape (n_chains, d)
+        Returns
+        -------
+        iterator of ndarray of shape (n_chains, d)
         """
         eps, C, sg, si = self._coefficients()
         n_steps = check_positive_int(n_steps, "n_steps", minimum=0)
@@ -352,6 +355,10 @@ class SGHMC:
             if V.shape != Z.shape or not np.all(np.isfinite(V)):
                 raise ValueError(f"momentum must be finite with the shape of Z0 {Z.shape}.")
         grad = _gradient_of(target)
+        return self._steps(grad, Z, V, n_steps, rng, eps, C, sg, si)
+
+    @staticmethod
+    def _steps(grad, Z, V, n_steps, rng, eps, C, sg, si):
         update = sghmc_update if Z.size < SGHMC_SERIAL_SIZE else sghmc_update_parallel
         unused = np.empty((1, 1))
         for _ in range(n_steps):

@@ -107,3 +107,10 @@ def test_validation():
         SGHMC(0.1).sample(42, Z0, 2)
     with pytest.raises(FloatingPointError, match="diverged"), np.errstate(over="ignore"):
         SGHMC(0.9, 1.0).sample(lambda Z: (np.zeros(2), -1e200 * Z), np.ones((2, 1)), 50)
+
+
+def test_iterate_checks_its_arguments_when_called():
+    with pytest.raises(ValueError, match="step_size"):
+        SGHMC(0.0).iterate(_gauss, np.zeros((2, 2)), 3)
+    with pytest.raises(ValueError, match="Z0"):
+        SGHMC(0.1).iterate(_gauss, np.zeros(3), 3)
