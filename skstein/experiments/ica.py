@@ -30,7 +30,9 @@ steps of size 1e-3.
 import time
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
+from .._numba import numba_threads
 from ..directions import _Adam
 from ..distributions import ICA
 from ..learning import KSDLoss, MaxSKSDLoss
@@ -121,7 +123,16 @@ def train(method, X_train, B0, *, base="student-t", n_steps=15000, batch_size=10
 
 
 def run_trial(_seed, method, key, cfg, base="student-t"):
-    """One run of ``method`` on problem ``key = (random_state, dim, seed)``; returns a row."""
+    """One run of ``method`` on problem ``key = (random_state, dim, seed)``; returns a row.
+
+    Runs on one BLAS and one numba thread whatever ``n_jobs`` (the same numbers either
+    way; the matrices of a step are small).
+    """
+    with threadpool_limits(limits=1), numba_threads(1):
+        return _run_trial(method, key, cfg, base)
+
+
+def _run_trial(method, key, cfg, base):
     truth, X_train, X_test, B0 = make_problem(key, cfg["n_train"], cfg["n_test"], base)
     model, seconds, diverged = train(
         method, X_train, B0, base=base, n_steps=cfg["n_steps"], batch_size=cfg["batch_size"],
