@@ -451,15 +451,19 @@ class KSDLoss(BaseEstimator):
 class MaxSKSDLoss(BaseEstimator):
     r"""maxSKSD as a training loss: the sliced KSD with directions learned alongside.
 
-    Each call of :meth:`value_and_grad` on a batch ``(X, S)`` evaluates the sliced KSD
-    at the current directions ``G`` (and slices ``R``), returns it with its gradients
-    in the scores and the points, and then takes a projected ascent step on ``G``
-    (and ``R`` for ``"rg"``) with the gradient from the same pass. A model trained on
-    the returned ``grad_scores`` therefore descends :math:`\max_G L(\theta, G)`
-    with the gradient of the envelope theorem, taken at the current ``G``, while ``G``
-    follows the maximum (Gong et al. 2021, section 4.2: one ascent step on ``G``
-    per model step). With ``n_ascent > 1`` the first ``n_ascent - 1`` ascent steps
-    run before the evaluation, on the same batch.
+    Each call of :meth:`value_and_grad` on a batch ``(X, S)`` takes projected ascent
+    steps on the directions ``G`` (and the slices ``R`` for ``"rg"``) and returns the
+    sliced KSD with its gradients in the scores and the points at the current ``G``.
+    A model trained on the returned ``grad_scores`` descends
+    :math:`\max_G L(\theta, G)` with the gradient of the envelope theorem, taken
+    at the current ``G``, while ``G`` follows the maximum (Gong et al. 2021, section
+    4.2). ``order`` says when the ascent happens:
+
+    * ``"simultaneous"``: the loss is evaluated at ``G`` and the same pass over the
+      pairs gives the ascent step (one pass per call; ``n_ascent - 1`` further
+      ascent steps, if any, run first);
+    * ``"ascent-first"``: ``n_ascent`` ascent steps on the batch, then the loss at the
+      updated ``G`` (the order of the paper's ICA code; ``n_ascent + 1`` passes).
 
     Parameters
     ----------
@@ -483,7 +487,10 @@ class MaxSKSDLoss(BaseEstimator):
     betas : tuple of two floats, default=(0.9, 0.999)
         Adam's decay rates (the paper's ICA code uses (0.9, 0.99)).
     n_ascent : int, default=1
-        Ascent steps per call (the last one shares the evaluation pass).
+        Ascent steps per call.
+    order : {"simultaneous", "ascent-first"}, default="simultaneous"
+        Whether the loss is evaluated before the (last) ascent step, sharing its pass,
+        or after the ascent steps.
     bandwidth_every : int, default=1
     orthogonal_slices : bool, default=True
         For ``"rg"``: keep the slices orthonormal (else unit-norm only).
@@ -513,8 +520,8 @@ class MaxSKSDLoss(BaseEstimator):
 
     def __init__(self, *, variant="g", n_slices=None, kernel="rbf", bandwidth="median",
                  kernel_params=None, statistic="v", init="identity", optimizer="adam",
-                 learning_rate=1e-3, betas=(0.9, 0.999), n_ascent=1, bandwidth_every=1,
-                 orthogonal_slices=True, random_state=None):
+                 learning_rate=1e-3, betas=(0.9, 0.999), n_ascent=1, order="simultaneous",
+                 bandwidth_every=1, orthogonal_slices=True, random_state=None):
         self.variant = variant
         self.n_slices = n_slices
         self.kernel = kernel
@@ -526,6 +533,7 @@ class MaxSKSDLoss(BaseEstimator):
         self.learning_rate = learning_rate
         self.betas = betas
         self.n_ascent = n_ascent
+        self.order = order
         self.bandwidth_every = bandwidth_every
         self.orthogonal_slices = orthogonal_slices
         self.random_state = random_state
@@ -537,6 +545,7 @@ class MaxSKSDLoss(BaseEstimator):
         check_choice(self.optimizer, "optimizer", OPTIMIZERS)
         check_positive_float(self.learning_rate, "learning_rate")
         check_positive_int(self.n_ascent, "n_ascent")
+        check_choice(self.order, "order", ("simultaneous", "ascent-first"))
         _check_every(self.bandwidth_every, "bandwidth_every")
         orthogonal = check_bool(self.orthogonal_slices, "orthogonal_slices")
         betas = self.betas
@@ -557,7 +566,7 @@ class MaxSKSDLoss(BaseEstimator):
         self.n_iter_ = 0
 
     def value_and_grad(self, X, S, *, update=True):
-        """Loss and gradients at the current directions; then the ascent step(s).
+        """Ascent step(s) on the directions and the loss with its gradients (see ``order``).
 
         Parameters
         ----------
@@ -569,8 +578,8 @@ class MaxSKSDLoss(BaseEstimator):
         Returns
         -------
         SteinGradient
-            ``grad_directions`` (and ``grad_slices`` for ``"rg"``) hold the ascent
-            gradients of this evaluation.
+            At the directions of the evaluation; ``grad_directions`` (and
+            ``grad_slices`` for ``"rg"``) are the gradients there.
         """
         X, S = _check_pair(X, S)
         d = X.shape[1]
@@ -588,14 +597,23 @@ class MaxSKSDLoss(BaseEstimator):
         if h is None or (median and self.n_iter_ % self.bandwidth_every == 0):
             h = resolve_sliced_bandwidth(X @ G.T, self.bandwidth, random_state=self._rng)
         rate = float(self.learning_rate)
-        n_steps = int(self.n_ascent) if update else 1
-        for step in range(n_steps):
+        n = int(self.n_ascent)
+        if not update:
+            plan = [(True, False)]  # (evaluate, ascend)
+        elif self.order == "simultaneous":
+            plan = [(False, True)] * (n - 1) + [(True, True)]
+        else:
+            plan = [(False, True)] * n + [(True, False)]
+        res = None
+        for evaluate, ascend in plan:
             U, A, c = sliced_projections(X, S, G, R)
-            res = _sliced_value_and_grad(X, S, U, A, c, G, R, h, self.kernel,
+            out = _sliced_value_and_grad(X, S, U, A, c, G, R, h, self.kernel,
                                          self.kernel_params, self.statistic, True, learn_r)
-            if update:
-                G, R = _ascent_step(G, R, res.grad_directions,
-                                    res.grad_slices if learn_r else None, self._opt_g,
+            if evaluate:
+                res = out
+            if ascend:
+                G, R = _ascent_step(G, R, out.grad_directions,
+                                    out.grad_slices if learn_r else None, self._opt_g,
                                     self._opt_r, rate, orthogonal)
         self.directions_, self.slices_, self.bandwidth_ = G, R, h
         if update:

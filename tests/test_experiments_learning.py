@@ -23,6 +23,12 @@ def test_ica_rows_and_reproducibility():
     # a problem does not depend on which other dimensions run
     c = ica.run(quick=True, dims=[3, 4], n_seeds=1, n_steps=40, random_state=5, n_jobs=1)
     assert [r["test_loglik"] for r in c if r["dim"] == 3] == [r["test_loglik"] for r in a]
+    # the paper's order (ascent on G first) changes only the maxSKSD run
+    d = ica.run(maxsksd_order="ascent-first", bandwidth_every=1, n_jobs=1, **kw)
+    assert all(r["maxsksd_order"] == "ascent-first" and r["bandwidth_every"] == 1 for r in d)
+    assert d[0]["test_loglik"] != a[0]["test_loglik"]  # KSD: bandwidth every step now
+    assert d[1]["test_loglik"] != a[1]["test_loglik"]
+    assert d[2]["test_loglik"] == a[2]["test_loglik"]  # MLE has no bandwidth
 
 
 def test_ica_training_improves_on_the_start_and_mle_is_best():

@@ -400,3 +400,24 @@ def test_validation_errors():
         loss.value_and_grad(np.ones((5, 3)) * np.arange(5)[:, None], np.ones((5, 3)))
     with pytest.raises(TypeError, match="grad_logpdf_vjp"):
         model_value_and_grad(KSDLoss(), Gaussian(np.zeros(2)), X)
+
+
+def test_ascent_first_order_evaluates_at_the_updated_directions():
+    rng = np.random.default_rng(14)
+    X = rng.standard_normal((40, 3))
+    S = -0.5 * X
+    first = MaxSKSDLoss(order="ascent-first", learning_rate=0.05, bandwidth=1.0)
+    res = first.value_and_grad(X, S)
+    simul = MaxSKSDLoss(learning_rate=0.05, bandwidth=1.0)
+    r0 = simul.value_and_grad(X, S)
+    # same single ascent step from the identity: the same directions afterwards
+    np.testing.assert_allclose(first.directions_, simul.directions_)
+    # ascent-first evaluated there; simultaneous evaluated at the identity
+    at_new = sliced_ksd_value_and_grad(X, S, simul.directions_, bandwidth=1.0, statistic="v")
+    at_old = sliced_ksd_value_and_grad(X, S, np.eye(3), bandwidth=1.0, statistic="v")
+    np.testing.assert_allclose(res.value, at_new.value, rtol=1e-12)
+    np.testing.assert_allclose(r0.value, at_old.value, rtol=1e-12)
+    np.testing.assert_allclose(res.grad_scores, at_new.grad_scores, rtol=1e-12)
+    assert res.value > r0.value
+    with pytest.raises(ValueError, match="order"):
+        MaxSKSDLoss(order="later").value_and_grad(X, S)

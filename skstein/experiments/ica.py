@@ -45,9 +45,10 @@ __all__ = ["METHODS", "FULL", "QUICK", "make_problem", "train", "run_trial", "ru
 METHODS = ("KSD", "maxSKSD", "MLE")
 BETAS = (0.9, 0.99)
 FULL = dict(dims=(10, 20, 40, 60, 80, 100, 200), n_seeds=5, n_train=20000, n_test=5000,
-            batch_size=100, n_steps=15000, learning_rate=1e-3, bandwidth_every=10)
+            batch_size=100, n_steps=15000, learning_rate=1e-3, bandwidth_every=10,
+            maxsksd_order="simultaneous")
 QUICK = dict(dims=(3, 6), n_seeds=2, n_train=1000, n_test=500, batch_size=100, n_steps=200,
-             learning_rate=1e-2, bandwidth_every=10)
+             learning_rate=1e-2, bandwidth_every=10, maxsksd_order="simultaneous")
 
 
 #: the purposes of one problem's random streams
@@ -74,29 +75,31 @@ def make_problem(key, n_train, n_test, base="student-t"):
     return truth, X_train, X_test, B0
 
 
-def _make_loss(method, learning_rate, bandwidth_every):
+def _make_loss(method, learning_rate, bandwidth_every, order="simultaneous"):
     if method == "KSD":
         return KSDLoss(kernel="rbf", bandwidth="median", statistic="u",
                        bandwidth_every=bandwidth_every)
     if method == "maxSKSD":
         return MaxSKSDLoss(variant="g", kernel="rbf", bandwidth="median", statistic="v",
                            init="identity", learning_rate=learning_rate, betas=BETAS,
-                           bandwidth_every=bandwidth_every)
+                           bandwidth_every=bandwidth_every, order=order)
     if method == "MLE":
         return None
     raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
 
 
 def train(method, X_train, B0, *, base="student-t", n_steps=15000, batch_size=100,
-          learning_rate=1e-3, bandwidth_every=10, random_state=None):
+          learning_rate=1e-3, bandwidth_every=10, maxsksd_order="simultaneous",
+          random_state=None):
     """Train the ICA model from ``B0`` by ``method``; returns (model, seconds, diverged).
 
-    ``random_state`` seeds the batch order (a fresh permutation every epoch).
+    ``random_state`` seeds the batch order (a fresh permutation every epoch);
+    ``maxsksd_order`` is the ``order`` of :class:`~skstein.learning.MaxSKSDLoss`.
     """
     rng = np.random.default_rng(random_state)
     model = ICA(B0, base=base)
     opt = _Adam(model.unmixing.shape, *BETAS)
-    loss = _make_loss(method, learning_rate, bandwidth_every)
+    loss = _make_loss(method, learning_rate, bandwidth_every, maxsksd_order)
     n = X_train.shape[0]
     per_epoch = max(1, n // batch_size)
     t0 = time.perf_counter()
@@ -137,6 +140,7 @@ def _run_trial(method, key, cfg, base):
     model, seconds, diverged = train(
         method, X_train, B0, base=base, n_steps=cfg["n_steps"], batch_size=cfg["batch_size"],
         learning_rate=cfg["learning_rate"], bandwidth_every=cfg["bandwidth_every"],
+        maxsksd_order=cfg.get("maxsksd_order", "simultaneous"),
         random_state=_rng(key, _BATCHES))
     with np.errstate(all="ignore"):
         ll = float(np.mean(model.logpdf(X_test))) if not diverged else float("nan")
@@ -149,12 +153,15 @@ def _run_trial(method, key, cfg, base):
         "seconds": seconds,
         "ms_per_step": 1e3 * seconds / cfg["n_steps"],
         "n_steps": cfg["n_steps"],
+        "bandwidth_every": cfg["bandwidth_every"],
+        "maxsksd_order": cfg.get("maxsksd_order", "simultaneous"),
         "diverged": diverged,
     }
 
 
 def run(*, quick=False, dims=None, n_seeds=None, random_state=0, n_jobs=None, n_trials=None,
-        verbose=0, methods=METHODS, n_steps=None, base="student-t"):
+        verbose=0, methods=METHODS, n_steps=None, base="student-t", bandwidth_every=None,
+        maxsksd_order=None):
     """Train every method for every dimension and seed; one row per run.
 
     Parameters
@@ -174,12 +181,18 @@ def run(*, quick=False, dims=None, n_seeds=None, random_state=0, n_jobs=None, n_
     n_steps : int, default=None
         Override the number of training steps.
     base : {"student-t", "laplace"}, default="student-t"
+    bandwidth_every : int, default=None
+        Override: steps between median-heuristic re-estimates (``FULL``: 10).
+    maxsksd_order : {"simultaneous", "ascent-first"}, default=None
+        Override the ``order`` of :class:`~skstein.learning.MaxSKSDLoss`
+        (``FULL``: "simultaneous", one pass per step; the paper's code ascends first).
 
     Returns
     -------
     list of dict
         Keys ``method``, ``dim``, ``seed``, ``test_loglik`` (mean per test point),
-        ``test_loglik_true``, ``seconds``, ``ms_per_step``, ``n_steps``, ``diverged``.
+        ``test_loglik_true``, ``seconds``, ``ms_per_step``, ``n_steps``,
+        ``bandwidth_every``, ``maxsksd_order``, ``diverged``.
     """
     cfg = dict(QUICK if quick else FULL)
     if dims is not None:
@@ -190,10 +203,14 @@ def run(*, quick=False, dims=None, n_seeds=None, random_state=0, n_jobs=None, n_
         cfg["n_seeds"] = int(n_seeds)
     if n_steps is not None:
         cfg["n_steps"] = int(n_steps)
+    if bandwidth_every is not None:
+        cfg["bandwidth_every"] = int(bandwidth_every)
+    if maxsksd_order is not None:
+        cfg["maxsksd_order"] = maxsksd_order
     if random_state is None or isinstance(random_state, np.random.Generator):
         random_state = int(np.random.default_rng(random_state).integers(2**31))
     for method in methods:
-        _make_loss(method, 1.0, 1)  # validates the names
+        _make_loss(method, 1.0, 1, cfg["maxsksd_order"])  # validates the names
     settings = [(method, (int(random_state), dim, seed), cfg, base)
                 for dim in sorted(cfg["dims"], reverse=True)  # longest runs first
                 for seed in range(cfg["n_seeds"]) for method in methods]
