@@ -13,6 +13,8 @@ from .directions import search_directions  # noqa: E402
 from .kernels import IMQ, RBF, median_bandwidth  # noqa: E402
 from .svgd import SVGD, SlicedSVGD  # noqa: E402
 from .relative import RelativeKSDTest, RelativeMMDTest, relative_ksd  # noqa: E402
+from .ranking import SampleRanking, rank_samples  # noqa: E402
+from . import learning  # noqa: E402
 from . import samplers  # noqa: E402
 from . import experiments  # noqa: E402
 
@@ -26,6 +28,9 @@ __all__ = [
     "RelativeKSDTest",
     "RelativeMMDTest",
     "relative_ksd",
+    "rank_samples",
+    "SampleRanking",
+    "learning",
     "samplers",
     "HeavyTailWarning",
     "KSDTest",

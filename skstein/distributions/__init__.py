@@ -6,6 +6,7 @@ Any object with ``grad_logpdf(X)`` is a model, and so is any callable
 
 from ._base import Distribution
 from .gaussian import Gaussian, gaussian_diffusion
+from .ica import ICA
 from ._sklearn import from_estimator
 from .mixture import AffineTransformed, GaussianMixture
 from .ppca import PPCA
@@ -13,4 +14,4 @@ from .product import Laplace, StudentT
 from .rbm import GaussBernRBM
 
 __all__ = ["Distribution", "Gaussian", "gaussian_diffusion", "Laplace", "StudentT", "GaussBernRBM",
-           "PPCA", "GaussianMixture", "AffineTransformed", "from_estimator"]
+           "PPCA", "GaussianMixture", "AffineTransformed", "from_estimator", "ICA"]

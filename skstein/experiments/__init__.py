@@ -25,6 +25,8 @@ EXPERIMENTS = {
     "svgd-variance": "skstein.experiments.svgd_variance",
     "relative-ppca": "skstein.experiments.relative_ppca",
     "relative-sampler": "skstein.experiments.relative_sampler",
+    "ica": "skstein.experiments.ica",
+    "sghmc-stepsize": "skstein.experiments.sghmc_stepsize",
 }
 
 

@@ -1,0 +1,625 @@
+r"""Stein discrepancies as training losses: values and closed-form gradients.
+
+A model :math:`p_\theta` known up to its normalising constant can be fitted to data
+:math:`x_1, \dots, x_N` by minimising a Stein discrepancy, which needs only its score
+:math:`s_\theta(x) = \nabla_x \log p_\theta(x)`. The discrepancy is a smooth function
+of the scores :math:`S = (s_\theta(x_i))_i` and of the points :math:`X`; this module
+computes its value and the gradients :math:`\partial L / \partial S` and
+:math:`\partial L / \partial X` in closed form (no automatic differentiation), from
+the same pair terms as the statistics of :mod:`skstein.discrepancy`:
+
+* :func:`ksd_value_and_grad`: the KSD U- or V-statistic (RBF or IMQ kernel);
+* :func:`sliced_ksd_value_and_grad`: the sliced KSD at given directions ``G`` and
+  slices ``R`` (optionally with its gradients in ``G`` and ``R``).
+
+Both run in :math:`O(N^2 D)` time (:math:`O(N^2 m + N D m)` for ``m`` slices) and
+never form an ``N x N x D`` array; the KSD pass works on row blocks bounded by
+``max_memory``. Bandwidths are constants of the loss (the median heuristic, when
+asked for, is evaluated on the data and not differentiated).
+
+**Chaining into a model's parameters.** A model with parameters :math:`\theta`
+supplies
+
+* ``grad_logpdf(X)``: the score at each row of ``X``, shape ``(N, D)``;
+* ``grad_logpdf_vjp(X, V)``: the vector-Jacobian product of the score with respect
+  to :math:`\theta`, :math:`\sum_i (\partial s_\theta(x_i) / \partial\theta)^\top v_i`,
+  shaped like :math:`\theta` (an array, or a tuple of arrays for several).
+
+Then :math:`\mathrm dL/\mathrm d\theta = \sum_i (\partial L/\partial s_i)\cdot
+(\partial s_i/\partial\theta)` is ``model.grad_logpdf_vjp(X, grad.grad_scores)``, which
+:func:`model_value_and_grad` does. When the points themselves depend on parameters (a
+sampler, an implicit model), their total gradient is
+``grad_points + J_s(X)^T grad_scores``, the second term through the score's own
+Jacobian in ``x``. :class:`skstein.distributions.ICA` implements the protocol.
+
+**maxSKSD as a loss.** maxSKSD is a maximum over the directions ``G`` (and slices
+``R``). :class:`MaxSKSDLoss` keeps the directions as state and interleaves one (or
+more) projected Adam ascent steps on ``G`` with the caller's descent steps on
+:math:`\theta` (Gong et al. 2021, section 4.2). By the envelope theorem the gradient
+in :math:`\theta` of :math:`\max_G L(\theta, G)` is :math:`\partial_\theta L` at the
+maximiser; it is taken at the current ``G``, and one pass over the pairs gives the
+loss, its gradient in the scores and the ascent direction in ``G`` together.
+:class:`KSDLoss` offers the same interface for the KSD.
+"""
+
+import numbers
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from ._numba import numba_threads
+from ._numba.learning import sliced_grad_upper, stein_grad_block
+from ._numba.sliced import sliced_stein_rows
+from ._numba.stein import kernel_params as _kernel_params
+from ._random import as_generator
+from ._validation import (
+    check_bool,
+    check_choice,
+    check_positive_float,
+    check_positive_int,
+    check_samples,
+    evaluate_score,
+)
+from .directions import OPTIMIZERS, VARIANTS, _Adam, _ascent_step, _first_start, _n_pairs
+from .discrepancy import (
+    DEFAULT_MAX_MEMORY,
+    _sliced_kernel_params,
+    check_directions,
+    resolve_bandwidth,
+    resolve_sliced_bandwidth,
+    sliced_projections,
+)
+from .kernels import KERNELS, make_kernel
+
+__all__ = ["SteinGradient", "ksd_value_and_grad", "sliced_ksd_value_and_grad",
+           "model_value_and_grad", "KSDLoss", "MaxSKSDLoss"]
+
+#: Below this many kernel evaluations a row-parallel pass runs on one thread.
+SERIAL_EVALUATIONS = 2**16
+#: Up to this many (pair, slice) evaluations the sliced gradient pass visits each pair
+#: once, serially; beyond it, full rows in parallel (each pair twice). The choice
+#: depends on the problem size only, so the numbers do not depend on the thread count.
+SYMMETRIC_MAX_EVALUATIONS = 2**24
+
+
+@dataclass(frozen=True)
+class SteinGradient:
+    """A Stein discrepancy and its gradients.
+
+    Attributes
+    ----------
+    value : float
+        The statistic (U or V).
+    grad_scores : ndarray (n, d)
+        :math:`\\partial L / \\partial s_i`, row ``i`` for the score at ``x_i``.
+    grad_points : ndarray (n, d)
+        :math:`\\partial L / \\partial x_i` with the scores held fixed.
+    bandwidth : float or ndarray (m,)
+        The bandwidth(s) used.
+    grad_directions, grad_slices : ndarray (m, d) or None
+        Euclidean gradients in the directions ``G`` and slices ``R`` (sliced KSD only,
+        when asked for).
+    """
+
+    value: float
+    grad_scores: np.ndarray = field(repr=False)
+    grad_points: np.ndarray = field(repr=False)
+    bandwidth: object = None
+    grad_directions: np.ndarray = field(default=None, repr=False)
+    grad_slices: np.ndarray = field(default=None, repr=False)
+
+
+def _as_samples(X, name):
+    """``check_samples`` with a fast path for float64 arrays (this runs every training step)."""
+    if (isinstance(X, np.ndarray) and X.dtype == np.float64 and X.ndim == 2
+            and X.shape[0] >= 2 and X.shape[1] >= 1 and np.isfinite(X).all()):
+        return X
+    return check_samples(X, name=name)
+
+
+def _check_pair(X, S):
+    X = _as_samples(X, "X")
+    S = _as_samples(S, "S")
+    if S.shape != X.shape:
+        raise ValueError(f"S must have the shape of X {X.shape} (one score per row), got "
+                         f"{S.shape}.")
+    return X, np.ascontiguousarray(S)
+
+
+def _block_rows(n, max_memory):
+    """Rows per block: three ``B x n`` temporaries within ``max_memory`` bytes."""
+    return int(max(1, min(n, max_memory // max(1, 3 * 8 * n))))
+
+
+def ksd_value_and_grad(X, S, *, kernel="rbf", bandwidth="median", kernel_params=None,
+                       statistic="u", random_state=None, max_memory=DEFAULT_MAX_MEMORY):
+    r"""The KSD of ``X`` with scores ``S``, and its gradients in ``S`` and ``X``.
+
+    With the Stein kernel :math:`h(i, j)` of :mod:`skstein.discrepancy` and
+    :math:`L = \frac{1}{N(N-1)}\sum_{i \ne j} h(i, j)` (U) or
+    :math:`\frac{1}{N^2}\sum_{i, j} h(i, j)` (V), by the symmetry of :math:`h`,
+
+    .. math::
+
+        \frac{\partial L}{\partial s_i} \propto 2\sum_{j \ne i}
+        \left[\kappa_{ij} s_j - 2\kappa'_{ij}(x_i - x_j)\right], \qquad
+        \frac{\partial L}{\partial x_i} \propto 2\sum_{j \ne i}
+        \left[2\omega_{ij}(x_i - x_j) - 2\kappa'_{ij}(s_i - s_j)\right],
+
+    with :math:`\omega = \partial h / \partial \|x_i - x_j\|^2` (see
+    :mod:`skstein._numba.learning`), plus the diagonal's :math:`2\kappa(0)s_i` for V.
+    The scores are treated as free inputs: ``grad_points`` is the partial gradient at
+    fixed ``S``.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    S : array-like of shape (n_samples, n_features)
+        Scores :math:`\nabla\log p(x_i)` (or any inputs the loss is a function of).
+    kernel : {"rbf", "imq"}, default="rbf"
+    bandwidth : float or "median", default="median"
+        A constant of the loss; ``"median"`` is evaluated on ``X``.
+    kernel_params : dict, default=None
+        ``{"beta": ...}`` for IMQ.
+    statistic : {"u", "v"}, default="u"
+    random_state : None, int or Generator
+        Only for the median heuristic's subsample (more than 2000 points).
+    max_memory : int, default=64 MiB
+        Bound on the ``B x N`` temporaries of one row block.
+
+    Returns
+    -------
+    SteinGradient
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstein.learning import ksd_value_and_grad
+    >>> X = np.random.default_rng(0).standard_normal((100, 3))
+    >>> res = ksd_value_and_grad(X, -1.5 * X, bandwidth=1.0)   # score of N(0, I/1.5)
+    >>> res.grad_scores.shape
+    (100, 3)
+    """
+    check_choice(statistic, "statistic", ("u", "v"))
+    check_choice(kernel, "kernel", KERNELS)
+    check_positive_int(max_memory, "max_memory")
+    X, S = _check_pair(X, S)
+    n, d = X.shape
+    h = resolve_bandwidth(X, bandwidth, random_state=random_state)
+    kern = make_kernel(kernel, h, kernel_params)
+    code, p0, p1 = _kernel_params(kern)
+    Xc = X - X.mean(axis=0)
+    nx = np.einsum("ij,ij->i", Xc, Xc)
+    nsx = np.einsum("ij,ij->i", S, Xc)
+    gS = np.empty((n, d))
+    gX = np.empty((n, d))
+    total = 0.0
+    rows = _block_rows(n, max_memory)
+    for a in range(0, n, rows):
+        b = min(n, a + rows)
+        Xa, Sa = Xc[a:b], S[a:b]
+        W = Xa @ Xc.T
+        K = Sa @ S.T
+        K1 = Xa @ S.T
+        K1 += Sa @ Xc.T
+        rh, rk1, rw = np.empty(b - a), np.empty(b - a), np.empty(b - a)
+        with numba_threads(1) if (b - a) * n < SERIAL_EVALUATIONS else nullcontext():
+            stein_grad_block(code, p0, p1, d, W, K, K1, nx, nsx, a, rh, rk1, rw)
+        total += float(np.sum(rh))
+        # sum_j dh(i, j)/ds_i and sum_j dh(i, j)/dx_i; the terms h(j, i) double them below
+        gS[a:b] = K @ S - 2.0 * (rk1[:, None] * Xa - K1 @ Xc)
+        gX[a:b] = 2.0 * (rw[:, None] * Xa - W @ Xc) - 2.0 * (rk1[:, None] * Sa - K1 @ S)
+    gS *= 2.0
+    gX *= 2.0
+    if statistic == "u":
+        scale = 1.0 / (n * (n - 1.0))
+    else:
+        k0, k1_0, _ = kern.profile(0.0)
+        total += float(k0) * float(np.einsum("ij,ij->", S, S)) - 2.0 * d * n * float(k1_0)
+        gS += 2.0 * float(k0) * S
+        scale = 1.0 / float(n * n)
+    return SteinGradient(total * scale, gS * scale, gX * scale, h)
+
+
+def _sliced_pass(code, p0, p1, U, A, c):
+    """(hsum (m,), rho (n, m), beta (n, m), psisum (m,)) summed over ordered pairs i != j."""
+    n, m = U.shape
+    rho = np.empty((n, m))
+    beta = np.empty((n, m))
+    if n * n * m <= SYMMETRIC_MAX_EVALUATIONS:
+        hsum = np.empty(m)
+        psisum = np.empty(m)
+        sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum)
+        return 2.0 * hsum, rho, beta, 2.0 * psisum
+    rows = np.empty((n, m))
+    psi = np.empty((n, m))
+    sliced_stein_rows(code, p0, p1, U, A, c, 0, True, False, np.empty((1, 1)), rows, rho,
+                      beta, psi)
+    return rows.sum(axis=0), rho, beta, psi.sum(axis=0)
+
+
+def sliced_ksd_value_and_grad(X, S, directions=None, slices=None, *, kernel="rbf",
+                              bandwidth="median", kernel_params=None, statistic="u",
+                              grad_directions=False, grad_slices=False, random_state=None):
+    r"""The sliced KSD at given directions and slices, and its gradients.
+
+    With the 1-D Stein kernels :math:`h_k` of :func:`skstein.max_sksd`, projections
+    :math:`u_{ik} = x_i^\top g_k`, :math:`a_{ik} = s_i^\top r_k`,
+    :math:`c_k = r_k^\top g_k` and :math:`L = \sum_k \frac{1}{N(N-1)}
+    \sum_{i \ne j} h_k(i, j)` (U) or the V-statistic with :math:`1/N^2` and the
+    diagonal,
+
+    .. math::
+
+        \frac{\partial L}{\partial S} = \frac{2 B R}{N(N-1)}, \quad
+        \frac{\partial L}{\partial X} = \frac{2 P G}{N(N-1)}, \quad
+        \nabla_{g_k} L = \frac{2 X^\top P_{:k} + \Psi_k r_k}{N(N-1)}, \quad
+        \nabla_{r_k} L = \frac{2 S^\top B_{:k} + \Psi_k g_k}{N(N-1)},
+
+    where :math:`P_{ik} = \sum_j \partial h_k(i,j)/\partial\delta`,
+    :math:`B_{ik} = \sum_j \partial h_k(i,j)/\partial a_i` and
+    :math:`\Psi_k = \sum_{i \ne j} \partial h_k/\partial c_k` (DESIGN section 3.4).
+    The bandwidths are constants of the loss.
+
+    Parameters
+    ----------
+    X, S : array-like of shape (n_samples, n_features)
+        Points and scores.
+    directions : array-like of shape (m, n_features), default=None
+        Test directions ``G`` (rows normalised); ``None``: the slices.
+    slices : array-like of shape (m, n_features), default=None
+        Slices ``R`` (rows normalised); ``None``: the identity (maxSKSD-g).
+    kernel : {"rbf", "imq"}, default="rbf"
+    bandwidth : "median", float or array-like of shape (m,), default="median"
+        Per-pair bandwidths; ``"median"`` is evaluated on the projections ``X G^T``.
+    kernel_params : dict, default=None
+    statistic : {"u", "v"}, default="u"
+    grad_directions, grad_slices : bool, default=False
+        Also return the gradients in ``G`` and ``R`` (with respect to the normalised
+        rows).
+    random_state : None, int or Generator
+        Only for the median heuristic's subsample (more than 1000 points).
+
+    Returns
+    -------
+    SteinGradient
+    """
+    check_choice(statistic, "statistic", ("u", "v"))
+    check_choice(kernel, "kernel", KERNELS)
+    grad_directions = check_bool(grad_directions, "grad_directions")
+    grad_slices = check_bool(grad_slices, "grad_slices")
+    X, S = _check_pair(X, S)
+    n, d = X.shape
+    R = np.eye(d) if slices is None else check_directions(slices, "slices", d)
+    G = R if directions is None else check_directions(directions, "directions", d,
+                                                      R.shape[0])
+    U, A, c = sliced_projections(X, S, G, R)
+    h = resolve_sliced_bandwidth(U, bandwidth, random_state=random_state)
+    return _sliced_value_and_grad(X, S, U, A, c, G, R, h, kernel, kernel_params, statistic,
+                                  grad_directions, grad_slices)
+
+
+def _sliced_value_and_grad(X, S, U, A, c, G, R, h, kernel, kernel_params, statistic,
+                           grad_directions, grad_slices):
+    """The sliced value and gradients from validated arrays and projections."""
+    n = X.shape[0]
+    code, p0, p1 = _sliced_kernel_params(kernel, h, kernel_params)
+    hsum, rho, beta, psisum = _sliced_pass(code, p0, p1, U, A, c)
+    total = float(np.sum(hsum))
+    gA = 2.0 * beta
+    if statistic == "u":
+        scale = 1.0 / (n * (n - 1.0))
+    else:
+        k1_0 = -p0 if code == 0 else p1 * p0  # K'(0) per pair
+        total += float(np.einsum("ik,ik->", A, A)) - 2.0 * n * float(np.sum(c * c * k1_0))
+        gA += 2.0 * A
+        psisum = psisum - 4.0 * n * c * k1_0
+        scale = 1.0 / float(n * n)
+    gU = 2.0 * rho
+    gS = (gA @ R) * scale
+    gX = (gU @ G) * scale
+    gG = gR = None
+    if grad_directions:
+        gG = (gU.T @ X + psisum[:, None] * R) * scale
+    if grad_slices:
+        gR = (gA.T @ S + psisum[:, None] * G) * scale
+    return SteinGradient(total * scale, gS, gX, h, gG, gR)
+
+
+def model_value_and_grad(loss, model, X):
+    r"""A loss's value and its gradient in a model's parameters.
+
+    Evaluates the score ``S = model.grad_logpdf(X)``, the loss and its gradient in the
+    scores, and returns ``(value, model.grad_logpdf_vjp(X, dL/dS))``, i.e.
+    :math:`\mathrm dL/\mathrm d\theta = \sum_i (\partial L/\partial s_i)\cdot
+    (\partial s_i/\partial\theta)`.
+
+    Parameters
+    ----------
+    loss : KSDLoss, MaxSKSDLoss or callable
+        Anything with ``value_and_grad(X, S) -> SteinGradient``, or a callable
+        ``(X, S) -> SteinGradient``.
+    model : object
+        With ``grad_logpdf(X)`` and ``grad_logpdf_vjp(X, V)``.
+    X : array-like of shape (n_samples, n_features)
+
+    Returns
+    -------
+    value : float
+    grad : ndarray or tuple of ndarrays, shaped like the model's parameters
+    """
+    vjp = getattr(model, "grad_logpdf_vjp", None)
+    if not callable(vjp):
+        raise TypeError(
+            f"model must have grad_logpdf_vjp(X, V), the vector-Jacobian product of its "
+            f"score with respect to its parameters; {type(model).__name__} has none.")
+    X = _as_samples(X, "X")
+    S = evaluate_score(model, X, "model", check_tails=False)
+    fn = getattr(loss, "value_and_grad", loss)
+    if not callable(fn):
+        raise TypeError(f"loss must have value_and_grad(X, S) or be callable; got "
+                        f"{type(loss).__name__}.")
+    res = fn(X, S)
+    return res.value, vjp(X, res.grad_scores)
+
+
+def _check_every(value, name):
+    return check_positive_int(value, name)
+
+
+class KSDLoss(BaseEstimator):
+    """The KSD as a training loss, with its gradients in the scores and the points.
+
+    A thin stateful wrapper of :func:`ksd_value_and_grad` with the interface of
+    :class:`MaxSKSDLoss`: ``value_and_grad(X, S)`` on each minibatch, and
+    :func:`model_value_and_grad` for a model's parameters.
+
+    Parameters
+    ----------
+    kernel : {"rbf", "imq"}, default="rbf"
+    bandwidth : float or "median", default="median"
+        ``"median"``: the median heuristic of the batch, re-estimated every
+        ``bandwidth_every`` calls (a constant of the loss between re-estimates).
+    kernel_params : dict, default=None
+    statistic : {"u", "v"}, default="u"
+    bandwidth_every : int, default=1
+    random_state : None, int or Generator, default=None
+        The median heuristic's subsample (batches of more than 2000 points).
+
+    Attributes
+    ----------
+    bandwidth_ : float
+        The bandwidth of the last call.
+    n_iter_ : int
+        Number of calls.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstein.learning import KSDLoss
+    >>> X = np.random.default_rng(0).standard_normal((50, 2))
+    >>> loss = KSDLoss()
+    >>> res = loss.value_and_grad(X, -X)
+    >>> res.grad_scores.shape
+    (50, 2)
+    """
+
+    def __init__(self, *, kernel="rbf", bandwidth="median", kernel_params=None, statistic="u",
+                 bandwidth_every=1, random_state=None):
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.kernel_params = kernel_params
+        self.statistic = statistic
+        self.bandwidth_every = bandwidth_every
+        self.random_state = random_state
+
+    def value_and_grad(self, X, S):
+        """Loss and gradients on one batch (see :func:`ksd_value_and_grad`).
+
+        Parameters
+        ----------
+        X, S : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        SteinGradient
+        """
+        every = _check_every(self.bandwidth_every, "bandwidth_every")
+        n_iter = getattr(self, "n_iter_", 0)
+        if n_iter == 0:
+            self._rng = as_generator(self.random_state)
+        h = self.bandwidth
+        if isinstance(h, str) and n_iter % every != 0:
+            h = self.bandwidth_
+        res = ksd_value_and_grad(X, S, kernel=self.kernel, bandwidth=h,
+                                 kernel_params=self.kernel_params, statistic=self.statistic,
+                                 random_state=self._rng)
+        self.bandwidth_ = res.bandwidth
+        self.n_iter_ = n_iter + 1
+        return res
+
+    def model_value_and_grad(self, model, X):
+        """``(value, dL/dtheta)`` for a model with ``grad_logpdf_vjp``.
+
+        See :func:`model_value_and_grad`.
+        """
+        return model_value_and_grad(self, model, X)
+
+
+class MaxSKSDLoss(BaseEstimator):
+    r"""maxSKSD as a training loss: the sliced KSD with directions learned alongside.
+
+    Each call of :meth:`value_and_grad` on a batch ``(X, S)`` takes projected ascent
+    steps on the directions ``G`` (and the slices ``R`` for ``"rg"``) and returns the
+    sliced KSD with its gradients in the scores and the points at the current ``G``.
+    A model trained on the returned ``grad_scores`` descends
+    :math:`\max_G L(\theta, G)` with the gradient of the envelope theorem, taken
+    at the current ``G``, while ``G`` follows the maximum (Gong et al. 2021, section
+    4.2). ``order`` says when the ascent happens:
+
+    * ``"simultaneous"``: the loss is evaluated at ``G`` and the same pass over the
+      pairs gives the ascent step (one pass per call; ``n_ascent - 1`` further
+      ascent steps, if any, run first);
+    * ``"ascent-first"``: ``n_ascent`` ascent steps on the batch, then the loss at the
+      updated ``G`` (the order of the paper's ICA code; ``n_ascent + 1`` passes).
+
+    Parameters
+    ----------
+    variant : {"g", "rg"}, default="g"
+        ``"g"``: slices are the coordinate axes (``m = n_features``), directions
+        learned. ``"rg"``: ``n_slices`` slices learned too.
+    n_slices : int, default=None
+        For ``"rg"`` (default ``min(n_features, 10)``).
+    kernel : {"rbf", "imq"}, default="rbf"
+    bandwidth : "median", float or array-like of shape (m,), default="median"
+        ``"median"``: per direction, the median heuristic of the batch's projections,
+        re-estimated every ``bandwidth_every`` calls; a constant of the loss in between.
+    kernel_params : dict, default=None
+    statistic : {"u", "v"}, default="v"
+        The paper trains with the V-statistic (non-negative).
+    init : {"identity", "random"} or array-like, default="identity"
+        Starting directions (see :func:`skstein.search_directions`).
+    optimizer : {"adam", "gd"}, default="adam"
+    learning_rate : float, default=1e-3
+        Ascent step size on the directions.
+    betas : tuple of two floats, default=(0.9, 0.999)
+        Adam's decay rates (the paper's ICA code uses (0.9, 0.99)).
+    n_ascent : int, default=1
+        Ascent steps per call.
+    order : {"simultaneous", "ascent-first"}, default="simultaneous"
+        Whether the loss is evaluated before the (last) ascent step, sharing its pass,
+        or after the ascent steps.
+    bandwidth_every : int, default=1
+    orthogonal_slices : bool, default=True
+        For ``"rg"``: keep the slices orthonormal (else unit-norm only).
+    random_state : None, int or Generator, default=None
+        Random initial directions and the median heuristic's subsample.
+
+    Attributes
+    ----------
+    directions_ : ndarray of shape (m, n_features)
+        The current directions (after the last ascent step).
+    slices_ : ndarray of shape (m, n_features)
+    bandwidth_ : ndarray of shape (m,)
+        Bandwidths of the last evaluation.
+    n_iter_ : int
+        Calls so far.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstein.learning import MaxSKSDLoss
+    >>> X = np.random.default_rng(0).standard_normal((50, 4))
+    >>> loss = MaxSKSDLoss(random_state=0)
+    >>> res = loss.value_and_grad(X, -2.0 * X)
+    >>> res.grad_scores.shape, loss.directions_.shape
+    ((50, 4), (4, 4))
+    """
+
+    def __init__(self, *, variant="g", n_slices=None, kernel="rbf", bandwidth="median",
+                 kernel_params=None, statistic="v", init="identity", optimizer="adam",
+                 learning_rate=1e-3, betas=(0.9, 0.999), n_ascent=1, order="simultaneous",
+                 bandwidth_every=1, orthogonal_slices=True, random_state=None):
+        self.variant = variant
+        self.n_slices = n_slices
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.kernel_params = kernel_params
+        self.statistic = statistic
+        self.init = init
+        self.optimizer = optimizer
+        self.learning_rate = learning_rate
+        self.betas = betas
+        self.n_ascent = n_ascent
+        self.order = order
+        self.bandwidth_every = bandwidth_every
+        self.orthogonal_slices = orthogonal_slices
+        self.random_state = random_state
+
+    def _start(self, d):
+        check_choice(self.variant, "variant", VARIANTS)
+        check_choice(self.kernel, "kernel", KERNELS)
+        check_choice(self.statistic, "statistic", ("u", "v"))
+        check_choice(self.optimizer, "optimizer", OPTIMIZERS)
+        check_positive_float(self.learning_rate, "learning_rate")
+        check_positive_int(self.n_ascent, "n_ascent")
+        check_choice(self.order, "order", ("simultaneous", "ascent-first"))
+        _check_every(self.bandwidth_every, "bandwidth_every")
+        orthogonal = check_bool(self.orthogonal_slices, "orthogonal_slices")
+        betas = self.betas
+        if (not isinstance(betas, (tuple, list)) or len(betas) != 2
+                or not all(isinstance(b, numbers.Real) and not isinstance(b, bool)
+                           and 0.0 <= b < 1.0 for b in betas)):
+            raise ValueError(f"betas must be two floats in [0, 1), got {betas!r}.")
+        make_kernel(self.kernel, 1.0, self.kernel_params)
+        m = _n_pairs(self.variant, self.n_slices, d)
+        rng = as_generator(self.random_state)
+        G, R = _first_start(self.init, self.variant, m, d, rng, orthogonal)
+        adam = self.optimizer == "adam"
+        self._rng = rng
+        self._opt_g = _Adam(G.shape, *betas) if adam else None
+        self._opt_r = _Adam(R.shape, *betas) if adam and self.variant == "rg" else None
+        self.directions_, self.slices_ = G, R
+        self.bandwidth_ = None
+        self.n_iter_ = 0
+
+    def value_and_grad(self, X, S, *, update=True):
+        """Ascent step(s) on the directions and the loss with its gradients (see ``order``).
+
+        Parameters
+        ----------
+        X, S : array-like of shape (n_samples, n_features)
+            The batch and its scores.
+        update : bool, default=True
+            ``False`` evaluates without moving the directions (e.g. for monitoring).
+
+        Returns
+        -------
+        SteinGradient
+            At the directions of the evaluation; ``grad_directions`` (and
+            ``grad_slices`` for ``"rg"``) are the gradients there.
+        """
+        X, S = _check_pair(X, S)
+        d = X.shape[1]
+        if not hasattr(self, "directions_"):
+            self._start(d)
+        elif d != self.directions_.shape[1]:
+            raise ValueError(f"X has {d} features, but this loss's directions have "
+                             f"{self.directions_.shape[1]}; use a new loss (sklearn.clone).")
+        update = check_bool(update, "update")
+        learn_r = self.variant == "rg"
+        orthogonal = bool(self.orthogonal_slices)
+        G, R = self.directions_, self.slices_
+        median = isinstance(self.bandwidth, str)
+        h = self.bandwidth_
+        if h is None or (median and self.n_iter_ % self.bandwidth_every == 0):
+            h = resolve_sliced_bandwidth(X @ G.T, self.bandwidth, random_state=self._rng)
+        rate = float(self.learning_rate)
+        n = int(self.n_ascent)
+        if not update:
+            plan = [(True, False)]  # (evaluate, ascend)
+        elif self.order == "simultaneous":
+            plan = [(False, True)] * (n - 1) + [(True, True)]
+        else:
+            plan = [(False, True)] * n + [(True, False)]
+        res = None
+        for evaluate, ascend in plan:
+            U, A, c = sliced_projections(X, S, G, R)
+            out = _sliced_value_and_grad(X, S, U, A, c, G, R, h, self.kernel,
+                                         self.kernel_params, self.statistic, True, learn_r)
+            if evaluate:
+                res = out
+            if ascend:
+                G, R = _ascent_step(G, R, out.grad_directions,
+                                    out.grad_slices if learn_r else None, self._opt_g,
+                                    self._opt_r, rate, orthogonal)
+        self.directions_, self.slices_, self.bandwidth_ = G, R, h
+        if update:
+            self.n_iter_ += 1
+        return res
+
+    def model_value_and_grad(self, model, X):
+        """``(value, dL/dtheta)`` and one ascent step (see :func:`model_value_and_grad`)."""
+        return model_value_and_grad(self, model, X)

@@ -1,0 +1,91 @@
+"""The ``ica`` and ``sghmc-stepsize`` reproductions (CI-sized runs)."""
+
+import os
+
+import numpy as np
+import pytest
+
+from skstein.experiments import EXPERIMENTS, reproduce
+from skstein.experiments import ica, sghmc_stepsize
+
+
+def test_ica_rows_and_reproducibility():
+    kw = dict(quick=True, dims=[3], n_seeds=1, n_steps=40, random_state=5)
+    a = ica.run(n_jobs=1, **kw)
+    b = ica.run(n_jobs=2, **kw)
+    assert [r["method"] for r in a] == ["KSD", "maxSKSD", "MLE"]
+    for r in a:
+        assert {"method", "dim", "seed", "test_loglik"} <= set(r)
+        assert r["dim"] == 3 and r["seed"] == 0 and np.isfinite(r["test_loglik"])
+    assert [r["test_loglik"] for r in a] == [r["test_loglik"] for r in b]
+    # every method starts from the same problem: the same true log-likelihood
+    assert len({r["test_loglik_true"] for r in a}) == 1
+    # a problem does not depend on which other dimensions run
+    c = ica.run(quick=True, dims=[3, 4], n_seeds=1, n_steps=40, random_state=5, n_jobs=1)
+    assert [r["test_loglik"] for r in c if r["dim"] == 3] == [r["test_loglik"] for r in a]
+    # the paper's order (ascent on G first) changes only the maxSKSD run
+    d = ica.run(maxsksd_order="ascent-first", bandwidth_every=1, n_jobs=1, **kw)
+    assert all(r["maxsksd_order"] == "ascent-first" and r["bandwidth_every"] == 1 for r in d)
+    assert d[0]["test_loglik"] != a[0]["test_loglik"]  # KSD: bandwidth every step now
+    assert d[1]["test_loglik"] != a[1]["test_loglik"]
+    assert d[2]["test_loglik"] == a[2]["test_loglik"]  # MLE has no bandwidth
+
+
+def test_ica_training_improves_on_the_start_and_mle_is_best():
+    key = (0, 4, 0)
+    truth, X, X_test, B0 = ica.make_problem(key, 3000, 1000)
+    start = ica.ICA(B0).logpdf(X_test).mean()
+    lls = {}
+    for method in ica.METHODS:
+        model, _, diverged = ica.train(method, X, B0, n_steps=1500, learning_rate=1e-2,
+                                       random_state=0)
+        assert not diverged
+        lls[method] = model.logpdf(X_test).mean()
+    assert all(ll > start + 1.0 for ll in lls.values())
+    assert lls["MLE"] >= max(lls["KSD"], lls["maxSKSD"]) - 0.05
+    assert lls["MLE"] > truth.logpdf(X_test).mean() - 0.2
+
+
+def test_ica_summary_and_validation():
+    rows = [{"method": m, "dim": 2, "seed": s, "test_loglik": v + s, "test_loglik_true": 0.0,
+             "seconds": 1.0} for s in range(2) for m, v in (("KSD", -3.0), ("MLE", -1.0))]
+    summ = ica.summary(rows)
+    ksd_row = [r for r in summ if r["method"] == "KSD"][0]
+    assert ksd_row["gap_to_mle_per_dim"] == pytest.approx(-1.0)
+    assert ksd_row["test_loglik"] == pytest.approx(-2.5)
+    with pytest.raises(ValueError, match="method"):
+        ica.run(quick=True, methods=("KSD", "nope"))
+
+
+def test_sghmc_stepsize_rows():
+    rows = sghmc_stepsize.run(quick=True, step_sizes=(0.006, 0.014), n_jobs=1)
+    assert {r["method"] for r in rows} == {"KL", "KSD", "maxSKSD-g", "maxSKSD-rg"}
+    assert len(rows) == 4 * 2
+    for r in rows:
+        assert {"seed", "method", "step_size", "value"} <= set(r)
+        assert np.isfinite(r["value"]) and r["ci_low"] <= r["value"] <= r["ci_high"]
+    picks = sghmc_stepsize.picks(rows)
+    assert {p["method"] for p in picks} == {"KL", "KSD", "maxSKSD-g", "maxSKSD-rg"}
+    kl = [p for p in picks if p["method"] == "KL"][0]
+    assert kl["grid_steps_from_kl"] == 0
+
+
+def test_kl_of_a_gaussian_fit():
+    rng = np.random.default_rng(0)
+    cov = np.array([[2.0, 0.3], [0.3, 0.5]])
+    X = rng.multivariate_normal(np.zeros(2), cov, size=200000)
+    assert abs(sghmc_stepsize.kl_gaussian_fit(X, cov)) < 1e-3
+    X2 = rng.multivariate_normal([1.0, 0.0], cov, size=200000)
+    P = np.linalg.inv(cov)
+    assert sghmc_stepsize.kl_gaussian_fit(X2, cov) == pytest.approx(0.5 * P[0, 0], rel=0.02)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["ica", "sghmc-stepsize"])
+def test_reproduce_writes_csv_and_plot(tmp_path, name):
+    assert name in EXPERIMENTS
+    rows, csv_path, png_path, _ = reproduce(name, out_dir=tmp_path, quick=True,
+                                            n_trials=1, n_jobs=1)
+    assert os.path.exists(csv_path) and rows
+    if png_path is not None:
+        assert os.path.getsize(png_path) > 1000
