@@ -8,6 +8,7 @@ from .._result import GOFTestResult
 from .._validation import check_samples, evaluate_score
 from ..discrepancy import DEFAULT_MAX_MEMORY, resolve_bandwidth, stein_row_blocks, stein_sums
 from ..kernels import make_kernel
+from . import _discrete
 from ._base import SteinTestMixin, is_fitted
 
 __all__ = ["KSDTest"]
@@ -47,6 +48,13 @@ class KSDTest(SteinTestMixin, BaseEstimator):
     max_memory : int, default=64 MiB
         Memory budget in bytes for the Stein-kernel temporaries. Beyond it the Stein
         matrix is recomputed by row blocks, so results do not depend on it.
+    operator : {None, "difference", "zanella-barker"}, default=None
+        The Stein operator. None: the model decides; a discrete model (one with
+        ``n_values``, e.g. :class:`~skstein.distributions.Categorical`) gets the
+        Zanella-Barker operator, whose weights stay in [0, 1] where the difference
+        score blows up, and a continuous model the Langevin operator. A discrete
+        operator needs a discrete model and integer data; the kernels are then those
+        of :mod:`skstein.discrete` (``"rbf"`` is the exponentiated Hamming kernel).
 
     Attributes
     ----------
@@ -56,6 +64,8 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         The fitted base kernel.
     n_features_in_ : int
         Number of features seen in :meth:`fit`.
+    operator_ : str
+        With a discrete model: the operator used.
 
     See Also
     --------
@@ -81,7 +91,8 @@ class KSDTest(SteinTestMixin, BaseEstimator):
 
     def __init__(self, model, *, kernel="rbf", bandwidth="median", kernel_params=None,
                  statistic="u", bootstrap="multinomial", n_bootstrap=1000, alpha=0.05,
-                 random_state=None, max_memory=DEFAULT_MAX_MEMORY):
+                 random_state=None, max_memory=DEFAULT_MAX_MEMORY,
+                 operator=None):
         self.model = model
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -92,6 +103,7 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         self.alpha = alpha
         self.random_state = random_state
         self.max_memory = max_memory
+        self.operator = operator
 
     def fit(self, X, y=None):
         """Resolve the bandwidth on ``X``.
@@ -105,6 +117,8 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         -------
         self
         """
+        if _discrete.discrete_operator(self) is not None:
+            return _discrete.fit(self, X)
         self._check_common_params()
         X = self._validate_X(X, reset=True)
         rng = as_generator(self.random_state)
@@ -136,6 +150,8 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         -------
         GOFTestResult
         """
+        if _discrete.discrete_operator(self) is not None:
+            return _discrete.test(self, X)
         rng = as_generator(self.random_state)
         bw_rng, boot_rng = rng.spawn(2)
         X, S, kern = self._prepare(X, bw_rng)
@@ -166,6 +182,8 @@ class KSDTest(SteinTestMixin, BaseEstimator):
 
     def discrepancy(self, X):
         """The squared KSD of ``X`` to the model (the test statistic)."""
+        if _discrete.discrete_operator(self) is not None:
+            return _discrete.discrepancy(self, X)
         X, S, kern = self._prepare(X, as_generator(self.random_state))
         return stein_sums(X, S, kern, max_memory=self.max_memory).statistic(self.statistic)
 
@@ -176,5 +194,7 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         ``kernel`` therefore picks the most powerful test. See
         :meth:`skstein.discrepancy.SteinSums.power_criterion`.
         """
+        if _discrete.discrete_operator(self) is not None:
+            return _discrete.score(self, X)
         X, S, kern = self._prepare(X, as_generator(self.random_state))
         return float(stein_sums(X, S, kern, max_memory=self.max_memory).power_criterion())

@@ -15,6 +15,7 @@ from .._validation import (
 from ..directions import search_directions
 from ..discrepancy import DEFAULT_MAX_MEMORY, resolve_bandwidth, sliced_stein_sums, stein_sums
 from ..kernels import KERNELS, make_kernel
+from . import _discrete
 from ._base import RelativeMixin, check_train_size, train_rows
 from ._latent import MODEL_SCORES, check_latent_model, evaluate_model_score, has_exact_score
 from ._stats import VARIANCES, result_from_sums
@@ -174,6 +175,15 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         than 2000 samples).
     max_memory : int, default=64 MiB
         Memory budget in bytes for the Stein-kernel temporaries.
+    operator : {None, "difference", "zanella-barker"}, default=None
+        The Stein operator. None: the models decide; discrete models (with
+        ``n_values``, e.g. :class:`~skstein.distributions.Categorical` or the latent
+        :class:`~skstein.distributions.LDA`) get the Zanella-Barker operator and
+        continuous models the Langevin operator. With discrete models the data are
+        integer arrays, ``kernel`` is one of :mod:`skstein.discrete`'s (``"imq"`` on
+        one-hot codes by default, ``"imq-bow"`` on bag-of-words counts for documents),
+        ``discrepancy`` must be ``"ksd"``, and a latent model's ratios are averaged over
+        ``n_posterior_samples`` Gibbs sweeps after ``burn_in``.
 
     Attributes
     ----------
@@ -184,6 +194,8 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
     directions_ : tuple
         With ``discrepancy="maxsksd"``: ``((G_p, R_p, h_p), (G_q, R_q, h_q))``, each
         model's directions, slices and per-direction bandwidths learned by :meth:`fit`.
+    operator_ : str
+        With discrete models: the operator used.
     n_features_in_ : int
         Number of features seen in :meth:`fit`.
 
@@ -227,7 +239,8 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
     def __init__(self, model_p, model_q, *, discrepancy="ksd", kernel="imq", bandwidth="median",
                  kernel_params=None, variance="jackknife", alpha=0.05, model_score="auto",
                  n_posterior_samples=500, burn_in=200, variant="g", n_slices=None,
-                 train_size=0.2, random_state=None, max_memory=DEFAULT_MAX_MEMORY):
+                 train_size=0.2, random_state=None, max_memory=DEFAULT_MAX_MEMORY,
+                 operator=None):
         self.model_p = model_p
         self.model_q = model_q
         self.discrepancy = discrepancy
@@ -244,6 +257,7 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         self.train_size = train_size
         self.random_state = random_state
         self.max_memory = max_memory
+        self.operator = operator
 
     def _check_params(self):
         check_choice(self.discrepancy, "discrepancy", DISCREPANCIES)
@@ -276,6 +290,8 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         -------
         self
         """
+        if _discrete.discrete_operator(self) is not None:
+            return _discrete.fit(self, X)
         self._check_params()
         X = self._validate_X(X, reset=True)
         rngs = as_generator(self.random_state).spawn(4)
@@ -326,6 +342,8 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         -------
         RelativeTestResult
         """
+        if _discrete.discrete_operator(self) is not None:
+            return _discrete.test(self, X)
         X, S_p, S_q, kern, latent = self._scores(X)
         method = _method_name(self.discrepancy, kern, self.variance, latent)
         if self.discrepancy == "ksd":
