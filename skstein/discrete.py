@@ -296,7 +296,8 @@ def resolve_discrete_bandwidth(X, bandwidth, embedding, n_values, *, random_stat
         raise TypeError(f"bandwidth must be a positive float or 'median', got {bandwidth!r}.")
     bandwidth = float(bandwidth)
     if not (np.isfinite(bandwidth) and bandwidth > 0):
-        raise ValueError(f"bandwidth must be a positive finite float or 'median', got {bandwidth!r}.")
+        raise ValueError(f"bandwidth must be a positive finite float or 'median', got "
+                         f"{bandwidth!r}.")
     return bandwidth
 
 

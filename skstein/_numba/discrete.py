@@ -200,10 +200,10 @@ def pair_bow(op, xi, xl, L, ai, bi, al, bl, ktab, nci, ncl, cx, cy):
 
 
 @njit(cache=True)
-def _pair(op, emb, X, nvals, A, B, ktab, nc, cx, cy, i, l):
+def _pair(op, emb, X, nvals, A, B, ktab, nc, cx, cy, i, c):
     if emb == ONEHOT:
-        return pair_onehot(op, X[i], X[l], nvals, A[i], B[i], A[l], B[l], ktab)
-    return pair_bow(op, X[i], X[l], nvals[0], A[i], B[i], A[l], B[l], ktab, nc[i], nc[l],
+        return pair_onehot(op, X[i], X[c], nvals, A[i], B[i], A[c], B[c], ktab)
+    return pair_bow(op, X[i], X[c], nvals[0], A[i], B[i], A[c], B[c], ktab, nc[i], nc[c],
                     cx, cy)
 
 
@@ -221,11 +221,11 @@ def _row(op, emb, X, nvals, A, B, ktab, nc, cx, cy, bi, row0, col0, upper, out, 
             cx[X[i, j]] += 1
     acc = 0.0
     for bj in range(start, M):
-        l = col0 + bj
-        if l == i:
+        c = col0 + bj
+        if c == i:
             out[bi, bj] = 0.0
             continue
-        h = _pair(op, emb, X, nvals, A, B, ktab, nc, cx, cy, i, l)
+        h = _pair(op, emb, X, nvals, A, B, ktab, nc, cx, cy, i, c)
         out[bi, bj] = h
         acc += h
     if emb == BOW:

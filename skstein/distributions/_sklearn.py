@@ -45,7 +45,7 @@ def from_estimator(estimator):
         * ``sklearn.decomposition.FactorAnalysis`` -> a
           :class:`~skstein.distributions.PPCA` with diagonal noise;
         * ``sklearn.neural_network.BernoulliRBM`` -> a discrete
-          :class:`~skstein.distributions.BinaryRBM` on :math:`\{0, 1\}^D`, whose log
+          :class:`~skstein.distributions.BinaryRBM` on binary vectors, whose log
           ratios are exact differences of the estimator's free energy;
         * ``sklearn.decomposition.LatentDirichletAllocation`` -> a latent discrete
           :class:`~skstein.distributions.LDA` with topics ``components_`` normalised to
