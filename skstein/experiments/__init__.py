@@ -23,6 +23,7 @@ EXPERIMENTS = {
     "svgd-variance": "skstein.experiments.svgd_variance",
     "relative-ppca": "skstein.experiments.relative_ppca",
     "relative-sampler": "skstein.experiments.relative_sampler",
+    "relative-lda": "skstein.experiments.relative_lda",
 }
 
 
