@@ -195,3 +195,38 @@ def test_relative_lksd_power_for_lda():
                            n_posterior_samples=20, burn_in=20)
     res = rejection_rate(test, R, 100, n_trials=20, random_state=15, n_jobs=1)
     assert res.rate >= 0.8
+
+
+# --- reproduction ---------------------------------------------------------------
+
+
+def test_relative_lda_experiment_registered_and_reproducible():
+    from skstein.experiments import EXPERIMENTS, relative_lda
+
+    assert EXPERIMENTS["relative-lda"] == "skstein.experiments.relative_lda"
+    out = relative_lda.run_trial(0, "h1-v100", 30, relative_lda.METHODS, 0.25)
+    assert [o["method"] for o in out] == list(relative_lda.METHODS)
+    assert out == relative_lda.run_trial(0, "h1-v100", 30, relative_lda.METHODS, 0.25)
+    assert all(np.isfinite(o["zscore"]) for o in out)
+    with pytest.raises(ValueError, match="case"):
+        relative_lda.problem("h2")
+    P, Q, R = relative_lda.problem("h1-v1000")
+    np.testing.assert_array_equal(P.topic_word, R.topic_word)
+    assert P.doc_topic_prior[0] == pytest.approx(1.1) and Q.doc_topic_prior[0] == 0.6
+    assert R.n_values == 1000 and R.dim == 50
+
+
+def test_relative_lda_failure_order_puts_frequent_words_after_rare_ones():
+    from skstein.experiments import relative_lda
+
+    _, _, R = relative_lda.problem("h1-v1000")
+    beta = R.topic_word
+    order = relative_lda.failure_order(beta)
+    assert np.array_equal(np.sort(order), np.arange(1000))
+    rank = np.argsort(-beta.mean(axis=0), kind="stable")
+    pos = np.empty(1000, dtype=int)
+    pos[order] = np.arange(1000)
+    for i in range(relative_lda.N_MOVED):
+        assert pos[rank[i]] == pos[rank[relative_lda.RARE_FROM + i]] + 1
+    _, _, Rf = relative_lda.problem("fm-h1")
+    np.testing.assert_allclose(Rf.topic_word, beta[:, order], rtol=1e-12)
