@@ -120,7 +120,8 @@ class LDA:
     def _check_docs(self, X):
         X = check_discrete_samples(X, np.full(np.shape(X)[-1], self.n_values), min_samples=1)
         if self.dim is not None and X.shape[1] != self.dim:
-            raise ValueError(f"X has documents of {X.shape[1]} words; the model has {self.dim} words.")
+            raise ValueError(f"X has documents of {X.shape[1]} words; the model has {self.dim} "
+                             "words.")
         support = self._betaT.sum(axis=1)[X] > 0
         if not np.all(support):
             i, j = np.argwhere(~support)[0]
