@@ -10,10 +10,12 @@ Operators
   :math:`s_j(x) = p(x + e_j)/p(x) - 1` and :math:`\Delta_j f(x) = f(x) - f(x - e_j)`,
   :math:`(\mathcal{A} f)(x) = \sum_j s_j(x) f_j(x) + \Delta_j f_j(x)`, whose
   expectation under :math:`p` vanishes by summation by parts.
-* ``"zanella-barker"`` (the Barker-rule Stein operator of Hodgkinson, Salomone &
-  Roosta and Shi et al., from Zanella's locally balanced weights):
+* ``"zanella-barker"``: the generator of a Markov jump process with Zanella's (2020)
+  locally balanced rates for Barker's balancing function :math:`g(t) = t / (1 + t)`,
   :math:`(\mathcal{A} f)(x) = \sum_j \sum_{s = \pm 1} w_{s,j}(x)(f(x + s e_j) - f(x))`,
-  :math:`w_{s,j}(x) = p(x + s e_j) / (p(x) + p(x + s e_j)) \in [0, 1]`.
+  :math:`w_{s,j}(x) = g(p(x + s e_j)/p(x)) = p(x + s e_j) / (p(x) + p(x + s e_j))
+  \in [0, 1]`; :math:`E_p \mathcal{A} f = 0` because :math:`p(x) w_{s,j}(x)` is
+  symmetric in :math:`x` and :math:`x + s e_j`.
 
 The difference score blows up where :math:`p(x)` is small and :math:`p(x + e_j)` is
 not (a rare value beside a frequent one); the Zanella-Barker weights never exceed 1.
@@ -32,7 +34,8 @@ A model is discrete when it has an ``n_values`` attribute (an int ``L`` or an ar
   models, e.g. :class:`skstein.distributions.LDA`): estimates from posterior draws,
   shape ``(1, n, D)`` holding :math:`p(x + e_j)/p(x)` for ``"difference"`` and
   ``(2, n, D)`` holding the weights of the shifts ``+1`` and ``-1`` for
-  ``"zanella-barker"``.
+  ``"zanella-barker"``. For :class:`~skstein.distributions.LDA` the weights take one
+  Gibbs chain per word and shift, ``2 D`` times the sampling of the difference ratios.
 
 Kernels
 -------

@@ -154,7 +154,12 @@ def run_trial(seed, case, n, methods, chain_scale=1.0):
 
 def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, cases=CASES,
         methods=METHODS, ns=None):
-    """Run the experiment; one row per (case, n, method)."""
+    """Run the experiment; one row per (case, n, method).
+
+    ``cases``, ``methods`` and ``ns`` select part of it; the trials of a setting
+    ``(case, n)`` draw from a stream of their own, so a part gives the rows of the full
+    run.
+    """
     cfg = dict(QUICK if quick else FULL)
     if n_trials is not None:
         cfg["n_trials"] = n_trials
@@ -162,9 +167,11 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, c
         cfg["ns"] = tuple(ns)
     settings = [(case, n) for case in cases
                 for n in (H0_NS if case == "h0" and not quick and ns is None else cfg["ns"])]
-    roots = np.random.SeedSequence(random_state).spawn(len(settings))
+    base = np.random.SeedSequence(random_state)
     rows = []
-    for (case, n), root in zip(settings, roots):
+    for case, n in settings:
+        # each (case, n) has its own stream, the same whichever settings are run
+        root = np.random.SeedSequence(base.entropy, spawn_key=(CASES.index(case), n))
         out = run_trials(run_trial, cfg["n_trials"],
                          args=(case, n, tuple(methods), cfg["chain_scale"]),
                          random_state=root, n_jobs=n_jobs, verbose=verbose)
