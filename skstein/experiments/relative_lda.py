@@ -5,8 +5,8 @@ Documents of ``D = 50`` words over a vocabulary of ``V`` words come from R, an L
 published experiment's ``make_lda_prob``, its ``temp = 0.1``) and document-topic prior
 alpha = 0.1. The candidate models P and Q share R's topics and differ in the prior:
 
-* ``h0``: V = 100, P = Q = LDA(alpha + 1) (the published H0 case, a tie: the rate may
-  be at most alpha);
+* ``h0``: V = 100, P = Q = LDA(alpha + 1), n up to 300 (the published H0 case, a tie:
+  the rate may be at most alpha; the published case draws these topics from Dir(1_V));
 * ``h1-v100``, ``h1-v1000``: P = LDA(alpha + 1), Q = LDA(alpha + 0.5); Q is closer to R
   (the rate is the power);
 * ``fm-h1``, ``fm-h0``: the failure mode of the difference operator. V = 1000 with the
@@ -26,8 +26,8 @@ Methods, all on the same data set per trial:
   averaged, the published 4000 burn-in and 1000 recorded single-word updates (its
   ``burnin_sizes`` and ``n_mcsamples``) counted in sweeps of 50 words;
 * ``LKSD-ZB``: the Zanella-Barker operator, one matching chain per document, word and
-  shift: 10 burn-in and 20 averaged sweeps (the published ``LDC_MFKSD`` settings, 500
-  and 1000 single-word updates);
+  shift: 10 burn-in and 20 averaged sweeps (500 and 1000 single-word updates, the
+  settings of the published code's Barker-weight test ``met_dis_imqbow_mflksd``);
 * ``MMD``: :class:`~skstein.RelativeMMDTest` on bag-of-words count vectors (Gaussian
   kernel, median bandwidth of the data), ``n`` documents drawn from each model. The
   published baseline uses the IMQ bag-of-words kernel and ``n + 5000`` model samples;
