@@ -2,6 +2,9 @@
 
 Any object with ``grad_logpdf(X)`` is a model, and so is any callable
 ``X -> grad log p(X)``; see :class:`Distribution` for the optional members.
+Discrete models (:class:`Categorical`, :class:`BinaryRBM`, :class:`LDA`) declare
+``n_values`` and give the ratios of the discrete Stein operators instead
+(:mod:`skstein.discrete`).
 """
 
 from ._base import Distribution
@@ -12,6 +15,9 @@ from .mixture import AffineTransformed, GaussianMixture
 from .ppca import PPCA
 from .product import Laplace, StudentT
 from .rbm import GaussBernRBM
+from .discrete import BinaryRBM, Categorical, DiscreteDistribution
+from .lda import LDA
 
 __all__ = ["Distribution", "Gaussian", "gaussian_diffusion", "Laplace", "StudentT", "GaussBernRBM",
-           "PPCA", "GaussianMixture", "AffineTransformed", "from_estimator", "ICA"]
+           "PPCA", "GaussianMixture", "AffineTransformed", "from_estimator", "ICA",
+           "Categorical", "BinaryRBM", "LDA", "DiscreteDistribution"]

@@ -3,14 +3,16 @@
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from .discrete import BinaryRBM
 from .gaussian import Gaussian
+from .lda import LDA
 from .mixture import AffineTransformed, GaussianMixture
 from .ppca import PPCA
 
 __all__ = ["from_estimator", "SUPPORTED_ESTIMATORS", "SUPPORTED_SCALERS"]
 
 SUPPORTED_ESTIMATORS = ("GaussianMixture", "BayesianGaussianMixture", "KernelDensity", "PCA",
-                        "FactorAnalysis")
+                        "FactorAnalysis", "BernoulliRBM", "LatentDirichletAllocation")
 SUPPORTED_SCALERS = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler")
 
 
@@ -42,6 +44,14 @@ def from_estimator(estimator):
           :class:`~skstein.distributions.Gaussian` when ``noise_variance_`` is 0);
         * ``sklearn.decomposition.FactorAnalysis`` -> a
           :class:`~skstein.distributions.PPCA` with diagonal noise;
+        * ``sklearn.neural_network.BernoulliRBM`` -> a discrete
+          :class:`~skstein.distributions.BinaryRBM` on binary vectors, whose log
+          ratios are exact differences of the estimator's free energy;
+        * ``sklearn.decomposition.LatentDirichletAllocation`` -> a latent discrete
+          :class:`~skstein.distributions.LDA` with topics ``components_`` normalised to
+          sum to one (the mean of the fitted variational Dirichlet) and prior
+          ``doc_topic_prior_``; its data are documents as rows of word ids (the
+          estimator itself is fitted on their bag-of-words counts);
         * a ``sklearn.pipeline.Pipeline`` of elementwise-affine scalers
           (``StandardScaler``, ``MinMaxScaler`` without clipping, ``MaxAbsScaler``,
           ``RobustScaler``, or ``"passthrough"``) ending in one of the above ->
@@ -52,6 +62,9 @@ def from_estimator(estimator):
     Returns
     -------
     distribution
+        A continuous model (with ``grad_logpdf``) or, for ``BernoulliRBM`` and
+        ``LatentDirichletAllocation``, a discrete one (with ``n_values``; see
+        :mod:`skstein.discrete`).
 
     Raises
     ------
@@ -144,12 +157,22 @@ def _factor_analysis(est):
     return PPCA(est.components_.T, est.noise_variance_, mean=est.mean_)
 
 
+def _bernoulli_rbm(est):
+    return BinaryRBM(est.components_, est.intercept_hidden_, est.intercept_visible_)
+
+
+def _latent_dirichlet_allocation(est):
+    return LDA(est.components_, est.doc_topic_prior_)
+
+
 _BUILDERS = {
     "GaussianMixture": _gaussian_mixture,
     "BayesianGaussianMixture": _bayesian_gaussian_mixture,
     "KernelDensity": _kernel_density,
     "PCA": _pca,
     "FactorAnalysis": _factor_analysis,
+    "BernoulliRBM": _bernoulli_rbm,
+    "LatentDirichletAllocation": _latent_dirichlet_allocation,
 }
 
 
@@ -183,6 +206,9 @@ def _scaler_affine(step, d):
 def _from_pipeline(pipe):
     steps = [s for _, s in pipe.steps]
     base = from_estimator(steps[-1])
+    if getattr(base, "n_values", None) is not None:
+        raise TypeError(f"from_estimator does not support Pipelines ending in the discrete model "
+                        f"{type(steps[-1]).__name__}; give the fitted estimator itself.")
     d = getattr(base, "dim", None)
     a, b = np.ones(d), np.zeros(d)
     for step in steps[:-1]:

@@ -27,6 +27,7 @@ EXPERIMENTS = {
     "relative-sampler": "skstein.experiments.relative_sampler",
     "ica": "skstein.experiments.ica",
     "sghmc-stepsize": "skstein.experiments.sghmc_stepsize",
+    "relative-lda": "skstein.experiments.relative_lda",
 }
 
 

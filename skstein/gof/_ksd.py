@@ -15,6 +15,7 @@ from ..discrepancy import (
     stein_sums_and_forms,
 )
 from ..kernels import make_kernel
+from . import _discrete
 from ._base import SteinTestMixin, is_fitted
 
 __all__ = ["KSDTest"]
@@ -73,6 +74,13 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         Memory budget in bytes for the Stein-kernel temporaries. The Stein matrix is
         never formed whole: it is computed by blocks of rows within this budget, and
         the results do not depend on it.
+    operator : {None, "difference", "zanella-barker"}, default=None
+        The Stein operator. None: the model decides; a discrete model (one with
+        ``n_values``, e.g. :class:`~skstein.distributions.Categorical`) gets the
+        Zanella-Barker operator, whose weights stay in [0, 1] where the difference
+        score blows up, and a continuous model the Langevin operator. A discrete
+        operator needs a discrete model and integer data; the kernels are then those
+        of :mod:`skstein.discrete` (``"rbf"`` is the exponentiated Hamming kernel).
 
     Attributes
     ----------
@@ -82,6 +90,8 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         The fitted base kernel (one per bandwidth of a collection).
     n_features_in_ : int
         Number of features seen in :meth:`fit`.
+    operator_ : str
+        With a discrete model: the operator used.
 
     See Also
     --------
@@ -112,7 +122,7 @@ class KSDTest(SteinTestMixin, BaseEstimator):
 
     def __init__(self, model, *, kernel="rbf", bandwidth="median", n_bandwidths=10,
                  kernel_params=None, statistic="u", bootstrap="multinomial", n_bootstrap=1000,
-                 alpha=0.05, random_state=None, max_memory=DEFAULT_MAX_MEMORY):
+                 alpha=0.05, random_state=None, max_memory=DEFAULT_MAX_MEMORY, operator=None):
         self.model = model
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -124,6 +134,7 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         self.alpha = alpha
         self.random_state = random_state
         self.max_memory = max_memory
+        self.operator = operator
 
     def _aggregated(self):
         """Whether ``bandwidth`` asks for a collection."""
@@ -152,6 +163,8 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         -------
         self
         """
+        if _discrete.discrete_operator(self) is not None:
+            return _discrete.fit(self, X)
         self._check_common_params()
         X = self._validate_X(X, reset=True)
         rng = as_generator(self.random_state)
@@ -187,6 +200,8 @@ class KSDTest(SteinTestMixin, BaseEstimator):
             ``statistic``, ``bandwidth``, ``threshold`` and ``null_distribution``
             are those of the most significant bandwidth.
         """
+        if _discrete.discrete_operator(self) is not None:
+            return _discrete.test(self, X)
         rng = as_generator(self.random_state)
         bw_rng, boot_rng = rng.spawn(2)
         X, S, kern = self._prepare(X, bw_rng)
@@ -242,6 +257,8 @@ class KSDTest(SteinTestMixin, BaseEstimator):
 
         For an aggregated test, the array of the statistics at each bandwidth.
         """
+        if _discrete.discrete_operator(self) is not None:
+            return _discrete.discrepancy(self, X)
         sums, aggregated = self._all_sums(X)
         values = np.array([s.statistic(self.statistic) for s in sums])
         return values if aggregated else float(values[0])
@@ -254,5 +271,7 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         :meth:`skstein.discrepancy.SteinSums.power_criterion`. For an aggregated
         test, the largest criterion over the collection.
         """
+        if _discrete.discrete_operator(self) is not None:
+            return _discrete.score(self, X)
         sums, _ = self._all_sums(X)
         return float(max(s.power_criterion() for s in sums))

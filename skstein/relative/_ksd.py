@@ -25,6 +25,7 @@ from ..discrepancy import (
     stein_sums_and_forms,
 )
 from ..kernels import KERNELS, bandwidth_factor_grid, make_kernel, median_bandwidth_1d
+from . import _discrete
 from ._base import RelativeMixin, check_train_size, train_rows
 from ._latent import MODEL_SCORES, check_latent_model, evaluate_model_score, has_exact_score
 from ._stats import (
@@ -201,6 +202,15 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         heuristics for more than 2000 samples).
     max_memory : int, default=64 MiB
         Memory budget in bytes for the Stein-kernel temporaries.
+    operator : {None, "difference", "zanella-barker"}, default=None
+        The Stein operator. None: the models decide; discrete models (with
+        ``n_values``, e.g. :class:`~skstein.distributions.Categorical` or the latent
+        :class:`~skstein.distributions.LDA`) get the Zanella-Barker operator and
+        continuous models the Langevin operator. With discrete models the data are
+        integer arrays, ``kernel`` is one of :mod:`skstein.discrete`'s (``"imq"`` on
+        one-hot codes by default, ``"imq-bow"`` on bag-of-words counts for documents),
+        ``discrepancy`` must be ``"ksd"``, and a latent model's ratios are averaged over
+        ``n_posterior_samples`` Gibbs sweeps after ``burn_in``.
 
     Attributes
     ----------
@@ -211,6 +221,8 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
     directions_ : tuple
         With ``discrepancy="maxsksd"``: ``((G_p, R_p, h_p), (G_q, R_q, h_q))``, each
         model's directions, slices and per-direction bandwidths learned by :meth:`fit`.
+    operator_ : str
+        With discrete models: the operator used.
     n_features_in_ : int
         Number of features seen in :meth:`fit`.
 
@@ -270,7 +282,7 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
                  bandwidth="aggregate", n_bandwidths=10, kernel_params=None,
                  variance="jackknife", alpha=0.05, model_score="auto", n_posterior_samples=500,
                  burn_in=200, variant="g", n_slices=None, cross_fit=True, train_size=0.2,
-                 random_state=None, max_memory=DEFAULT_MAX_MEMORY):
+                 random_state=None, max_memory=DEFAULT_MAX_MEMORY, operator=None):
         self.model_p = model_p
         self.model_q = model_q
         self.discrepancy = discrepancy
@@ -289,6 +301,7 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         self.train_size = train_size
         self.random_state = random_state
         self.max_memory = max_memory
+        self.operator = operator
 
     def _check_params(self):
         check_choice(self.discrepancy, "discrepancy", DISCREPANCIES)
@@ -331,6 +344,8 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         -------
         self
         """
+        if _discrete.discrete_operator(self) is not None:
+            return _discrete.fit(self, X)
         self._check_params()
         X = self._validate_X(X, reset=True)
         rngs = self._rngs()
@@ -364,6 +379,8 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         -------
         RelativeTestResult
         """
+        if _discrete.discrete_operator(self) is not None:
+            return _discrete.test(self, X)
         self._check_params()
         rngs = self._rngs()
         fitted = is_fitted(self)

@@ -1,0 +1,306 @@
+r"""Row-parallel Stein kernel passes of the discrete Stein operators.
+
+Samples are integer vectors :math:`x \in \{0, \dots, L_j - 1\}^D` with cyclic shifts
+:math:`x \pm e_j` (coordinate ``j`` moved by one, modulo :math:`L_j`). The base kernel
+is radial in an embedding :math:`\phi`: :math:`k(x, y) = \kappa(\|\phi(x) - \phi(y)\|^2)`,
+with
+
+* ``ONEHOT``: :math:`\phi(x) = (e_{x_1}, \dots, e_{x_D})`, so
+  :math:`\|\phi(x) - \phi(y)\|^2 = 2 d_H(x, y)` (twice the Hamming distance);
+* ``BOW``: the bag of words :math:`\phi(x) = c(x) = \sum_j e_{x_j} \in \mathbb{N}^L`
+  (counts of each value; all coordinates share one vocabulary of size ``L``).
+
+Both squared distances are integers, so :math:`\kappa` is read from a table ``ktab``
+(``ktab[t] = kappa(t)``) built by the caller; the pass does no transcendental work.
+A shift changes one coordinate, so the squared distance of shifted points follows
+from the unshifted one in O(1): with :math:`d = d_H(x, y)` and
+:math:`d_j = d - [x_j \ne y_j]`, :math:`d_H(x + s e_j, y + s' e_j) = d_j +
+[x_j + s \ne y_j + s']`; with :math:`\delta = c(x) - c(y)`, :math:`u = x_j \to u'`
+and :math:`v = y_j \to v'`,
+
+.. math::
+
+    \|c(x + s e_j) - c(y + s' e_j)\|^2 = t + 2(\delta_{u'} - \delta_u - \delta_{v'}
+    + \delta_v) + 4 + 2(-[u' = v'] + [u' = v] + [u = v'] - [u = v])
+
+when both move (and :math:`t + 2(\delta_{u'} - \delta_u) + 2`, resp.
+:math:`t + 2(\delta_v - \delta_{v'}) + 2`, when one does).
+
+Stein kernels, with :math:`k_{ab} = k(x + a e_j, y + b e_j)`:
+
+* ``DIFFERENCE`` (Yang et al. 2018), scores :math:`s_j(x) = p(x + e_j)/p(x) - 1`
+  (``A``), backward differences :math:`\Delta_j f(x) = f(x) - f(x - e_j)`:
+
+  .. math::
+
+      h(x, y) = \sum_j s_j(x) s_j(y) k_{00} + s_j(x)(k_{00} - k_{0-})
+      + s_j(y)(k_{00} - k_{-0}) + k_{00} - k_{-0} - k_{0-} + k_{--}.
+
+* ``BARKER`` (Zanella 2020 weights, Barker's rule), :math:`w_{s,j}(x) = p(x + s e_j)
+  / (p(x) + p(x + s e_j))` (``A`` for :math:`s = +1`, ``B`` for :math:`s = -1`):
+
+  .. math::
+
+      h(x, y) = \sum_j \sum_{s, s' = \pm 1} w_{s,j}(x) w_{s',j}(y)
+      [k_{ss'} - k_{s0} - k_{0s'} + k_{00}].
+
+Each pair costs O(D) and no ``N x N x D`` array is formed. Parallel loops run over
+rows, each iteration owning its output row, so results are bitwise identical for
+any number of threads.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+DIFFERENCE = 0
+BARKER = 1
+ONEHOT = 0
+BOW = 1
+
+
+@njit(cache=True, inline="always")
+def _shift(v, s, L):
+    w = v + s
+    if w >= L:
+        w -= L
+    elif w < 0:
+        w += L
+    return w
+
+
+@njit(cache=True, inline="always")
+def _eq(a, b):
+    return 1 if a == b else 0
+
+
+@njit(cache=True, inline="always")
+def _ne(a, b):
+    return 0 if a == b else 1
+
+
+@njit(cache=True)
+def pair_onehot(op, xi, xl, nvals, ai, bi, al, bl, ktab):
+    """Stein kernel value of one pair for the one-hot (Hamming) embedding."""
+    D = xi.shape[0]
+    d = 0
+    for j in range(D):
+        d += _ne(xi[j], xl[j])
+    k00 = ktab[2 * d]
+    acc = 0.0
+    for j in range(D):
+        L = nvals[j]
+        u = xi[j]
+        v = xl[j]
+        base = d - _ne(u, v)
+        um = _shift(u, -1, L)
+        vm = _shift(v, -1, L)
+        if op == DIFFERENCE:
+            km0 = ktab[2 * (base + _ne(um, v))]
+            k0m = ktab[2 * (base + _ne(u, vm))]
+            kmm = ktab[2 * (base + _ne(um, vm))]
+            s = ai[j]
+            t = al[j]
+            acc += (s * t * k00 + s * (k00 - k0m) + t * (k00 - km0)
+                    + k00 - km0 - k0m + kmm)
+        else:
+            up = _shift(u, 1, L)
+            vp = _shift(v, 1, L)
+            kpp = ktab[2 * (base + _ne(up, vp))]
+            kpm = ktab[2 * (base + _ne(up, vm))]
+            kmp = ktab[2 * (base + _ne(um, vp))]
+            kmm = ktab[2 * (base + _ne(um, vm))]
+            kp0 = ktab[2 * (base + _ne(up, v))]
+            km0 = ktab[2 * (base + _ne(um, v))]
+            k0p = ktab[2 * (base + _ne(u, vp))]
+            k0m = ktab[2 * (base + _ne(u, vm))]
+            wp = ai[j]
+            wm = bi[j]
+            vpw = al[j]
+            vmw = bl[j]
+            sa = wp + wm
+            sb = vpw + vmw
+            acc += (wp * (vpw * kpp + vmw * kpm) + wm * (vpw * kmp + vmw * kmm)
+                    - sb * (wp * kp0 + wm * km0) - sa * (vpw * k0p + vmw * k0m)
+                    + sa * sb * k00)
+    return acc
+
+
+@njit(cache=True, inline="always")
+def _t_x(t, cx, cy, u, u2):
+    """Squared BoW distance after moving one word of x from u to u2."""
+    return t + 2 * ((cx[u2] - cy[u2]) - (cx[u] - cy[u])) + 2
+
+
+@njit(cache=True, inline="always")
+def _t_y(t, cx, cy, v, v2):
+    """Squared BoW distance after moving one word of y from v to v2."""
+    return t + 2 * ((cx[v] - cy[v]) - (cx[v2] - cy[v2])) + 2
+
+
+@njit(cache=True, inline="always")
+def _t_xy(t, cx, cy, u, u2, v, v2):
+    """Squared BoW distance after moving u -> u2 in x and v -> v2 in y."""
+    dot = (cx[u2] - cy[u2]) - (cx[u] - cy[u]) - (cx[v2] - cy[v2]) + (cx[v] - cy[v])
+    sq = 4 + 2 * (-_eq(u2, v2) + _eq(u2, v) + _eq(u, v2) - _eq(u, v))
+    return t + 2 * dot + sq
+
+
+@njit(cache=True)
+def pair_bow(op, xi, xl, L, ai, bi, al, bl, ktab, nci, ncl, cx, cy):
+    """Stein kernel value of one pair for the bag-of-words embedding.
+
+    ``cx`` holds the counts of ``xi`` (filled by the caller), ``cy`` is zero scratch
+    of length ``L``; it is filled with the counts of ``xl`` and cleared again.
+    """
+    D = xi.shape[0]
+    for j in range(D):
+        cy[xl[j]] += 1
+    cross = 0
+    for j in range(D):
+        cross += cx[xl[j]]
+    t = nci + ncl - 2 * cross
+    k00 = ktab[t]
+    acc = 0.0
+    for j in range(D):
+        u = xi[j]
+        v = xl[j]
+        um = _shift(u, -1, L)
+        vm = _shift(v, -1, L)
+        if op == DIFFERENCE:
+            km0 = ktab[_t_x(t, cx, cy, u, um)]
+            k0m = ktab[_t_y(t, cx, cy, v, vm)]
+            kmm = ktab[_t_xy(t, cx, cy, u, um, v, vm)]
+            s = ai[j]
+            r = al[j]
+            acc += (s * r * k00 + s * (k00 - k0m) + r * (k00 - km0)
+                    + k00 - km0 - k0m + kmm)
+        else:
+            up = _shift(u, 1, L)
+            vp = _shift(v, 1, L)
+            kpp = ktab[_t_xy(t, cx, cy, u, up, v, vp)]
+            kpm = ktab[_t_xy(t, cx, cy, u, up, v, vm)]
+            kmp = ktab[_t_xy(t, cx, cy, u, um, v, vp)]
+            kmm = ktab[_t_xy(t, cx, cy, u, um, v, vm)]
+            kp0 = ktab[_t_x(t, cx, cy, u, up)]
+            km0 = ktab[_t_x(t, cx, cy, u, um)]
+            k0p = ktab[_t_y(t, cx, cy, v, vp)]
+            k0m = ktab[_t_y(t, cx, cy, v, vm)]
+            wp = ai[j]
+            wm = bi[j]
+            vpw = al[j]
+            vmw = bl[j]
+            sa = wp + wm
+            sb = vpw + vmw
+            acc += (wp * (vpw * kpp + vmw * kpm) + wm * (vpw * kmp + vmw * kmm)
+                    - sb * (wp * kp0 + wm * km0) - sa * (vpw * k0p + vmw * k0m)
+                    + sa * sb * k00)
+    for j in range(D):
+        cy[xl[j]] = 0
+    return acc
+
+
+@njit(cache=True)
+def _pair(op, emb, X, nvals, A, B, ktab, nc, cx, cy, i, c):
+    if emb == ONEHOT:
+        return pair_onehot(op, X[i], X[c], nvals, A[i], B[i], A[c], B[c], ktab)
+    return pair_bow(op, X[i], X[c], nvals[0], A[i], B[i], A[c], B[c], ktab, nc[i], nc[c],
+                    cx, cy)
+
+
+@njit(cache=True)
+def _row(op, emb, X, nvals, A, B, ktab, nc, cx, cy, bi, row0, col0, upper, out, rowsum):
+    i = row0 + bi
+    M = out.shape[1]
+    start = 0
+    if upper:
+        start = min(max(i - col0 + 1, 0), M)
+        for bj in range(start):
+            out[bi, bj] = 0.0
+    if emb == BOW:
+        for j in range(X.shape[1]):
+            cx[X[i, j]] += 1
+    acc = 0.0
+    for bj in range(start, M):
+        c = col0 + bj
+        if c == i:
+            out[bi, bj] = 0.0
+            continue
+        h = _pair(op, emb, X, nvals, A, B, ktab, nc, cx, cy, i, c)
+        out[bi, bj] = h
+        acc += h
+    if emb == BOW:
+        for j in range(X.shape[1]):
+            cx[X[i, j]] = 0
+    rowsum[bi] = acc
+
+
+@njit(cache=True, parallel=True)
+def discrete_stein_block(op, emb, X, nvals, A, B, ktab, nc, row0, col0, upper, out, rowsum):
+    """Fill ``out`` with Stein kernel values of rows ``row0 + bi`` and columns ``col0 + bj``.
+
+    Parameters
+    ----------
+    op : int
+        ``DIFFERENCE`` or ``BARKER``.
+    emb : int
+        ``ONEHOT`` or ``BOW``.
+    X : int64 (N, D)
+        Samples, values in ``[0, nvals[j])``.
+    nvals : int64 (D,)
+        Number of values of each coordinate (for ``BOW`` all equal: the vocabulary).
+    A, B : float64 (N, D)
+        ``DIFFERENCE``: the scores (``A``; ``B`` unused). ``BARKER``: the weights of the
+        forward (``A``) and backward (``B``) shifts.
+    ktab : float64 (T,)
+        The radial profile at integer squared distances, ``ktab[t] = kappa(t)``.
+    nc : int64 (N,)
+        ``BOW``: squared norms of the count vectors (unused for ``ONEHOT``).
+    row0, col0 : int
+        Global index of the first row and column of the block.
+    upper : bool
+        Compute only entries with global column ``> `` row (others set to zero);
+        otherwise every entry but the diagonal (set to zero).
+    out : float64 (B, M)
+        Output block.
+    rowsum : float64 (B,)
+        Output: sum of the computed entries of each row.
+
+    Notes
+    -----
+    In ``upper`` mode the rows hold decreasing numbers of pairs; the parallel loop runs
+    over pairs of rows ``(p, B - 1 - p)`` so every iteration does about the same work.
+    """
+    nb = out.shape[0]
+    scratch = nvals[0] if emb == BOW else 1
+    if upper:
+        half = (nb + 1) // 2
+        for p in prange(half):
+            cx = np.zeros(scratch, np.int64)
+            cy = np.zeros(scratch, np.int64)
+            _row(op, emb, X, nvals, A, B, ktab, nc, cx, cy, p, row0, col0, True, out, rowsum)
+            q = nb - 1 - p
+            if q != p:
+                _row(op, emb, X, nvals, A, B, ktab, nc, cx, cy, q, row0, col0, True, out,
+                     rowsum)
+    else:
+        for bi in prange(nb):
+            cx = np.zeros(scratch, np.int64)
+            cy = np.zeros(scratch, np.int64)
+            _row(op, emb, X, nvals, A, B, ktab, nc, cx, cy, bi, row0, col0, False, out,
+                 rowsum)
+    return rowsum
+
+
+@njit(cache=True, parallel=True)
+def discrete_stein_diag(op, emb, X, nvals, A, B, ktab, nc, out):
+    """``out[i] = h(x_i, x_i)``, arguments as in :func:`discrete_stein_block`."""
+    n = X.shape[0]
+    scratch = nvals[0] if emb == BOW else 1
+    for i in prange(n):
+        cx = np.zeros(scratch, np.int64)
+        cy = np.zeros(scratch, np.int64)
+        if emb == BOW:
+            for j in range(X.shape[1]):
+                cx[X[i, j]] += 1
+        out[i] = _pair(op, emb, X, nvals, A, B, ktab, nc, cx, cy, i, i)
+    return out

@@ -1,0 +1,135 @@
+"""The discrete-operator path of :class:`KSDTest` (models with ``n_values``).
+
+:class:`~skstein.KSDTest` hands over here, at the top of ``fit``, ``test``,
+``discrepancy`` and ``score``, when its model is discrete or ``operator`` names a
+discrete Stein operator; the computation is :mod:`skstein.discrete`'s.
+"""
+
+import warnings
+
+import numpy as np
+
+from .._bootstrap import BOOTSTRAPS, bootstrap_null, bootstrap_pvalue, bootstrap_threshold
+from .._estimator import is_fitted
+from .._random import as_generator
+from .._result import GOFTestResult
+from .._validation import check_alpha, check_choice, check_positive_int
+from ..discrete import (
+    DISCRETE_KERNELS,
+    DiscreteKernel,
+    check_discrete_samples,
+    discrete_stein_row_blocks,
+    discrete_stein_sums,
+    has_exact_ratios,
+    model_n_values,
+    operator_coefficients,
+    prepare_discrete,
+    resolve_operator,
+)
+
+__all__ = ["discrete_operator", "fit", "test", "discrepancy", "score"]
+
+
+def discrete_operator(est):
+    """The estimator's discrete operator, or None when its model is continuous."""
+    return resolve_operator(est.model, getattr(est, "operator", None), "model")
+
+
+def _check_params(est):
+    check_choice(est.kernel, "kernel", tuple(DISCRETE_KERNELS))
+    check_choice(est.statistic, "statistic", ("u", "v"))
+    check_choice(est.bootstrap, "bootstrap", BOOTSTRAPS)
+    check_positive_int(est.n_bootstrap, "n_bootstrap")
+    alpha = check_alpha(est.alpha)
+    check_positive_int(est.max_memory, "max_memory")
+    if est.n_bootstrap < int(np.ceil(1.0 / alpha)) - 1:
+        warnings.warn(
+            f"n_bootstrap={est.n_bootstrap} is too small to ever reject at alpha={alpha}; use "
+            f"at least {int(np.ceil(1.0 / alpha)) - 1}.", UserWarning, stacklevel=4)
+    if not has_exact_ratios(est.model):
+        raise TypeError(
+            f"KSDTest needs the exact probability ratios of a discrete model "
+            f"(log_ratio(X, shift)); {type(est.model).__name__} has none. For a latent model "
+            "whose ratios are estimated from posterior draws, compare two models with "
+            "RelativeKSDTest.")
+
+
+def fit(est, X):
+    """Resolve the bandwidth of the discrete kernel on ``X``; returns ``est``."""
+    operator = discrete_operator(est)
+    _check_params(est)
+    rng = as_generator(est.random_state)
+    X, _, kern = prepare_discrete(X, est.model, est.kernel, est.bandwidth, est.kernel_params,
+                                  rng)
+    est.n_features_in_ = X.shape[1]
+    est.operator_ = operator
+    est.bandwidth_ = kern.bandwidth
+    est.kernel_ = kern
+    return est
+
+
+def _prepare(est, X, rng):
+    """Validated X, n_values, kernel, operator and the operator's coefficients."""
+    operator = discrete_operator(est)
+    _check_params(est)
+    kern = getattr(est, "kernel_", None)
+    if is_fitted(est) and isinstance(kern, DiscreteKernel):
+        X = check_discrete_samples(X)
+        if X.shape[1] != est.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} was fitted "
+                             f"on {est.n_features_in_}.")
+        nvals = model_n_values(est.model, X.shape[1])
+        X = check_discrete_samples(X, nvals)
+    else:
+        X, nvals, kern = prepare_discrete(X, est.model, est.kernel, est.bandwidth,
+                                          est.kernel_params, rng)
+    C, _ = operator_coefficients(est.model, X, operator, model_score="exact")
+    return X, nvals, kern, operator, C
+
+
+def test(est, X):
+    """The discrete KSD test on ``X``: statistic, bootstrap null, decision."""
+    rng = as_generator(est.random_state)
+    bw_rng, boot_rng = rng.spawn(2)
+    X, nvals, kern, operator, C = _prepare(est, X, bw_rng)
+    n = X.shape[0]
+    in_memory = 8 * n * n <= est.max_memory
+    sums = discrete_stein_sums(X, C, kern, operator, nvals, return_matrix=in_memory,
+                               max_memory=est.max_memory)
+    stat = sums.statistic(est.statistic)
+    if in_memory:
+        H = sums.upper
+    else:
+        H = discrete_stein_row_blocks(X, C, kern, operator, nvals, max_memory=est.max_memory)
+    null = bootstrap_null(H, est.bootstrap, est.n_bootstrap, boot_rng,
+                          statistic=est.statistic, diag=sums.diag, n=n)
+    pvalue = bootstrap_pvalue(stat, null)
+    return GOFTestResult(
+        statistic=float(stat),
+        pvalue=float(pvalue),
+        threshold=bootstrap_threshold(null, est.alpha),
+        reject=bool(pvalue <= est.alpha),
+        alpha=float(est.alpha),
+        method=(f"discrete KSD ({operator}, {kern.name}, {est.statistic}-statistic, "
+                f"{est.bootstrap} bootstrap)"),
+        n_samples=n,
+        bootstrap=est.bootstrap,
+        n_bootstrap=int(est.n_bootstrap),
+        bandwidth=kern.bandwidth,
+        null_distribution=null,
+    )
+
+
+def _sums(est, X):
+    X, nvals, kern, operator, C = _prepare(est, X, as_generator(est.random_state))
+    return discrete_stein_sums(X, C, kern, operator, nvals, max_memory=est.max_memory)
+
+
+def discrepancy(est, X):
+    """The squared discrete KSD of ``X`` to the model."""
+    return _sums(est, X).statistic(est.statistic)
+
+
+def score(est, X):
+    """The power criterion of the discrete KSD on ``X``."""
+    return float(_sums(est, X).power_criterion())

@@ -1,0 +1,146 @@
+"""The discrete-operator path of :class:`RelativeKSDTest` (models with ``n_values``).
+
+:class:`~skstein.RelativeKSDTest` hands over here, at the top of ``fit`` and
+``test``, when its models are discrete or ``operator`` names a discrete Stein
+operator. Latent discrete models (e.g. :class:`~skstein.distributions.LDA`) enter
+through posterior estimates of their ratios (the LKSD test).
+"""
+
+import numpy as np
+
+from .._estimator import is_fitted
+from .._random import as_generator
+from .._validation import check_alpha, check_choice, check_positive_int
+from ..discrete import (
+    DISCRETE_KERNELS,
+    DiscreteKernel,
+    check_discrete_samples,
+    discrete_bandwidth_grid,
+    discrete_stein_sums,
+    is_discrete_model,
+    model_n_values,
+    operator_coefficients,
+    prepare_discrete,
+    resolve_operator,
+)
+from ..discrepancy import is_collection
+from ._latent import MODEL_SCORES
+from ._stats import VARIANCES, aggregated_result, difference_sums, result_from_sums
+
+__all__ = ["discrete_operator", "fit", "test", "relative_sums"]
+
+
+def discrete_operator(est):
+    """The estimator's discrete operator, or None when both models are continuous."""
+    operator = getattr(est, "operator", None)
+    discrete = [is_discrete_model(est.model_p), is_discrete_model(est.model_q)]
+    if discrete[0] != discrete[1]:
+        raise TypeError(
+            "model_p and model_q must both be discrete (with n_values) or both continuous; "
+            f"got {type(est.model_p).__name__} and {type(est.model_q).__name__}.")
+    resolve_operator(est.model_q, operator, "model_q")
+    return resolve_operator(est.model_p, operator, "model_p")
+
+
+def _check_params(est):
+    if est.discrepancy != "ksd":
+        raise ValueError(f"discrepancy={est.discrepancy!r} is not available for discrete models; "
+                         "use discrepancy='ksd'.")
+    check_choice(est.kernel, "kernel", tuple(DISCRETE_KERNELS))
+    check_choice(est.variance, "variance", VARIANCES)
+    check_choice(est.model_score, "model_score", MODEL_SCORES)
+    check_alpha(est.alpha)
+    check_positive_int(est.n_posterior_samples, "n_posterior_samples")
+    check_positive_int(est.burn_in, "burn_in", minimum=0)
+    check_positive_int(est.max_memory, "max_memory")
+
+
+def _n_values(est, d):
+    nv_p = model_n_values(est.model_p, d, "model_p")
+    nv_q = model_n_values(est.model_q, d, "model_q")
+    if not np.array_equal(nv_p, nv_q):
+        raise ValueError(f"model_p and model_q must have the same domain; their n_values are "
+                         f"{nv_p} and {nv_q}.")
+    return nv_p
+
+
+def _is_fitted_kernel(kern):
+    return isinstance(kern, DiscreteKernel) or (
+        isinstance(kern, tuple) and all(isinstance(k, DiscreteKernel) for k in kern))
+
+
+def _prepare(est, X, rng, use_fitted=True):
+    """``(X, n_values, kernel)``; the kernel is a tuple for a bandwidth collection."""
+    X0 = check_discrete_samples(X, min_samples=3)
+    nvals = _n_values(est, X0.shape[1])
+    kern = getattr(est, "kernel_", None)
+    if use_fitted and is_fitted(est) and _is_fitted_kernel(kern):
+        if X0.shape[1] != est.n_features_in_:
+            raise ValueError(f"X has {X0.shape[1]} features, but {type(est).__name__} was "
+                             f"fitted on {est.n_features_in_}.")
+        return check_discrete_samples(X0, nvals, min_samples=3), nvals, kern
+    collection = is_collection(est.bandwidth)
+    first = 1.0 if collection else est.bandwidth  # a collection is resolved below
+    X0, _, kern = prepare_discrete(X0, est.model_q, est.kernel, first, est.kernel_params, rng,
+                                   "model_q")
+    X0, _, _ = prepare_discrete(X0, est.model_p, est.kernel, kern.bandwidth, est.kernel_params,
+                                rng, "model_p")
+    if collection:
+        check_positive_int(est.n_bandwidths, "n_bandwidths")
+        grid = discrete_bandwidth_grid(X0, DISCRETE_KERNELS[est.kernel][1], nvals,
+                                       est.n_bandwidths, random_state=rng)
+        kern = tuple(DiscreteKernel(est.kernel, float(h), est.kernel_params) for h in grid)
+    return X0, nvals, kern
+
+
+def fit(est, X):
+    """Resolve the bandwidth of the discrete kernel on ``X``; returns ``est``."""
+    operator = discrete_operator(est)
+    _check_params(est)
+    rng = as_generator(est.random_state).spawn(4)[0]
+    X, _, kern = _prepare(est, X, rng, use_fitted=False)
+    est.n_features_in_ = X.shape[1]
+    est.operator_ = operator
+    est.bandwidth_ = (np.array([k.bandwidth for k in kern]) if isinstance(kern, tuple)
+                      else kern.bandwidth)
+    est.kernel_ = kern
+    return est
+
+
+def relative_sums(X, C_p, C_q, kernel, operator, n_values, max_memory):
+    """``(U_p, U_q, T, r, scale)`` of the difference of two discrete Stein matrices."""
+    sp = discrete_stein_sums(X, C_p, kernel, operator, n_values, max_memory=max_memory)
+    sq = discrete_stein_sums(X, C_q, kernel, operator, n_values, max_memory=max_memory)
+    scale = max(float(np.mean(np.abs(sp.rowsums))), float(np.mean(np.abs(sq.rowsums))))
+    scale /= X.shape[0] - 1
+    return (sp.statistic("u"), sq.statistic("u"), sp.offdiag_sum - sq.offdiag_sum,
+            sp.rowsums - sq.rowsums, scale)
+
+
+def test(est, X):
+    """The relative discrete KSD test on ``X``."""
+    operator = discrete_operator(est)
+    _check_params(est)
+    bw_rng, p_rng, q_rng, threshold_rng = as_generator(est.random_state).spawn(4)
+    X, nvals, kern = _prepare(est, X, bw_rng)
+    coefs, latent = [], False
+    for name, rng in (("model_p", p_rng), ("model_q", q_rng)):
+        C, post = operator_coefficients(getattr(est, name), X, operator,
+                                        model_score=est.model_score,
+                                        n_posterior_samples=est.n_posterior_samples,
+                                        burn_in=est.burn_in, random_state=rng, name=name)
+        coefs.append(C)
+        latent = latent or post
+    if isinstance(kern, tuple):  # a bandwidth collection: the max-z test
+        method = (f"relative {'L' if latent else ''}KSD ({operator}, {kern[0].name}, "
+                  f"{est.variance} variance, max over {len(kern)} bandwidths)")
+        kw = dict(max_memory=est.max_memory)
+        sums_p = [discrete_stein_sums(X, coefs[0], k, operator, nvals, **kw) for k in kern]
+        sums_q = [discrete_stein_sums(X, coefs[1], k, operator, nvals, **kw) for k in kern]
+        return aggregated_result(difference_sums(sums_p, sums_q, est.variance), est.alpha,
+                                 method, np.array([k.bandwidth for k in kern]), est.variance,
+                                 threshold_rng)
+    sums = relative_sums(X, coefs[0], coefs[1], kern, operator, nvals, est.max_memory)
+    method = (f"relative {'L' if latent else ''}KSD ({operator}, {kern.name}, {est.variance} "
+              "variance)")
+    return result_from_sums(sums, X.shape[0], est.variance, est.alpha, method, kern.bandwidth)
