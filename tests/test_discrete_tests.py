@@ -122,13 +122,25 @@ def _tie_problem():
 def test_relative_discrete_dispatch_and_errors():
     P, Q, R = _tie_problem()
     X = R.rvs(50, random_state=0)
-    res = RelativeKSDTest(P, Q).test(X)
+    res = RelativeKSDTest(P, Q, bandwidth="median").test(X)
     assert res.method == "relative KSD (zanella-barker, imq, jackknife variance)"
-    res = RelativeKSDTest(P, Q, operator="difference", kernel="imq-bow").test(X)
+    res = RelativeKSDTest(P, Q, operator="difference", kernel="imq-bow",
+                          bandwidth="median").test(X)
     assert res.method == "relative KSD (difference, imq-bow, jackknife variance)"
-    est = RelativeKSDTest(P, Q).fit(X)
+    est = RelativeKSDTest(P, Q, bandwidth="median").fit(X)
     assert est.operator_ == "zanella-barker" and isinstance(est.kernel_, DiscreteKernel)
-    assert est.test(X).statistic == RelativeKSDTest(P, Q).test(X).statistic
+    assert est.test(X).statistic == RelativeKSDTest(P, Q, bandwidth="median").test(X).statistic
+    # the default: a bandwidth collection, the max of the z-scores
+    agg = RelativeKSDTest(P, Q, random_state=0).test(X)
+    assert agg.method == ("relative KSD (zanella-barker, imq, jackknife variance, "
+                          "max over 10 bandwidths)")
+    assert agg.zscores.shape == (10,) and np.all(np.diff(agg.bandwidths) > 0)
+    est = RelativeKSDTest(P, Q, random_state=0).fit(X)
+    assert len(est.kernel_) == 10 and est.bandwidth_.shape == (10,)
+    assert est.test(X) == agg
+    one = RelativeKSDTest(P, Q, bandwidth="aggregate", n_bandwidths=1).test(X)
+    med = RelativeKSDTest(P, Q, bandwidth="median").test(X)
+    assert one.zscore == pytest.approx(med.zscore, rel=1e-12)
     with pytest.raises(TypeError, match="both be discrete"):
         RelativeKSDTest(P, Gaussian(np.zeros(4))).test(X)
     with pytest.raises(TypeError, match="continuous model"):
@@ -154,14 +166,24 @@ def test_relative_discrete_level_at_tie_and_power(operator, floor):
     """
     P, Q, R = _tie_problem()
     R_trials, alpha = 200, 0.05
-    tie = rejection_rate(RelativeKSDTest(P, Q, operator=operator), R, 150,
+    tie = rejection_rate(RelativeKSDTest(P, Q, operator=operator, bandwidth="median"), R, 150,
                          n_trials=R_trials, random_state=13, n_jobs=1)
     assert tie.rate <= alpha + _level_band(alpha, R_trials)
     wrong = P.probs.copy()
     wrong[0] = [0.7, 0.1, 0.1, 0.1]
-    power = rejection_rate(RelativeKSDTest(Categorical(wrong), R, operator=operator), R, 400,
+    power = rejection_rate(RelativeKSDTest(Categorical(wrong), R, operator=operator,
+                                           bandwidth="median"), R, 400,
                            n_trials=40, random_state=14, n_jobs=1)
     assert power.rate >= floor
+
+
+@pytest.mark.slow
+def test_relative_discrete_aggregated_level_at_tie():
+    P, Q, R = _tie_problem()
+    trials, alpha = 200, 0.05
+    tie = rejection_rate(RelativeKSDTest(P, Q), R, 150, n_trials=trials, random_state=15,
+                         n_jobs=1)
+    assert tie.rate <= alpha + _level_band(alpha, trials)
 
 
 def _lda_problem(alpha_p, alpha_q, V=40, D=15, seed=0):
