@@ -161,7 +161,9 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         ``"aggregate"``: the aggregated test over a bandwidth collection (above; for
         maxSKSD, the per-direction median bandwidths of the tested projections times
         the factors of :func:`skstein.kernels.bandwidth_factor_grid`, shared by both
-        models); an array-like: aggregated over those bandwidths (KSD only);
+        models; for discrete models, :func:`skstein.discrete.discrete_bandwidth_grid`
+        on the embedded distances); an array-like: aggregated over those bandwidths
+        (continuous KSD only);
         ``"median"``: the median heuristic (per direction for maxSKSD); a float: that
         bandwidth. Resolved on the data given to :meth:`fit` (or to :meth:`test` when
         not fitted).
