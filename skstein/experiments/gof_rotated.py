@@ -20,6 +20,24 @@ takes the departure directions as slices and directions (v and 9 axes orthogonal
 against it for diffusion; 10 of the columns of W for Laplace); for maxSKSD-g slice d
 takes v (diffusion) or the column of W with the largest weight on coordinate d
 (Laplace). Every method of a trial sees the same data.
+
+Measured (``run(n_trials=100, dims=(20, 50), random_state=2028)``, rejection rates at
+alpha = 0.05, binomial standard errors at most 0.05):
+
+===================  ====  =====  ==========  ======  ======  ===========  =======  =======
+case                 D     KSD    g:identity  g:auto  g:orac  rg:identity  rg:auto  rg:orac
+===================  ====  =====  ==========  ======  ======  ===========  =======  =======
+null                 20    0.04   0.03        0.04    0.07    0.03         0.02     0.02
+null                 50    0.05   0.06        0.08    0.04    0.00         0.07     0.02
+rotated-diffusion    20    0.62   0.46        1.00    1.00    0.42         1.00     1.00
+rotated-diffusion    50    0.11   0.16        1.00    1.00    0.15         0.99     1.00
+rotated-laplace      20    0.11   0.76        0.93    1.00    0.62         1.00     1.00
+rotated-laplace      50    0.06   0.26        0.21    1.00    0.16         0.46     1.00
+===================  ====  =====  ==========  ======  ======  ===========  =======  =======
+
+Rotated Laplace at D = 50 is where the search stops short of the oracle: the
+non-Gaussian directions show in fourth moments, which 200 training points in 50
+dimensions estimate poorly.
 """
 
 import time
