@@ -77,8 +77,8 @@ def main():
     X = rng.laplace(size=(args.n, args.d)) / np.sqrt(2)
     model = Gaussian(np.zeros(args.d))
     S = model.grad_logpdf(X)
-    single = KSDTest(model, kernel="imq", bootstrap="rademacher", n_bootstrap=1000,
-                     random_state=0).fit(X)
+    single = KSDTest(model, kernel="imq", bandwidth="median", bootstrap="rademacher",
+                     n_bootstrap=1000, random_state=0).fit(X)
     agg = KSDTest(model, kernel="imq", bandwidth="aggregate", bootstrap="rademacher",
                   n_bootstrap=1000, random_state=0).fit(X)
     agg2000 = KSDTest(model, kernel="imq", bandwidth="aggregate", bootstrap="rademacher",

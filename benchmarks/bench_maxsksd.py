@@ -51,7 +51,7 @@ def bench_test(dim, n, repeats):
 
     model, X = _setup(dim, n)
     test = MaxSKSDTest(model, variant="g", n_bootstrap=1000, random_state=0)
-    ksd = KSDTest(model, n_bootstrap=1000, random_state=0)
+    ksd = KSDTest(model, bandwidth="median", n_bootstrap=1000, random_state=0)
     res = test.test(X)  # warm-up (compilation, caches)
     ksd.test(X)
     t_max, times = _median_time(lambda: test.test(X), repeats)

@@ -33,7 +33,7 @@ def main():
     X = rng.standard_normal((args.n, args.d))
     model = Gaussian(np.zeros(args.d))
     S = model.grad_logpdf(X)
-    test = KSDTest(model, n_bootstrap=1000, random_state=0).fit(X)
+    test = KSDTest(model, bandwidth="median", n_bootstrap=1000, random_state=0).fit(X)
     kern = test.kernel_
     pairs = args.n * (args.n - 1) / 2
     print(f"N={args.n} D={args.d}; cpus available {len(os.sched_getaffinity(0))}, "

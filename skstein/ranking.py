@@ -36,6 +36,7 @@ from ._random import as_generator
 from ._validation import check_positive_int, check_samples, evaluate_score
 from .discrepancy import (
     DEFAULT_MAX_MEMORY,
+    is_collection,
     resolve_bandwidth,
     resolve_sliced_bandwidth,
     sliced_stein_row_blocks,
@@ -150,6 +151,11 @@ def _stein_parts(test, X, rng, max_memory):
     """(statistic kind, full Stein matrix or row-block factory, diagonal, method name)."""
     if isinstance(test, KSDTest):
         h = getattr(test, "bandwidth_", None)
+        if np.ndim(h if h is not None else 0) > 0 or (
+                h is None and (is_collection(test.bandwidth) or np.ndim(test.bandwidth) > 0)):
+            raise ValueError(
+                "rank_samples needs one kernel, but the KSDTest aggregates over a bandwidth "
+                "collection; give it bandwidth='median' or a float.")
         if h is None:
             h = resolve_bandwidth(X, test.bandwidth, random_state=rng)
         kern = make_kernel(test.kernel, h, test.kernel_params)
@@ -271,8 +277,8 @@ def rank_samples(samples, test, *, statistic=None, n_bootstrap=1000, confidence=
     >>> rng = np.random.default_rng(0)
     >>> candidates = {"scale 1.0": rng.standard_normal((300, 2)),
     ...               "scale 1.5": 1.5 * rng.standard_normal((300, 2))}
-    >>> ranking = rank_samples(candidates, KSDTest(Gaussian(np.zeros(2))), n_bootstrap=200,
-    ...                        random_state=0)
+    >>> ranking = rank_samples(candidates, KSDTest(Gaussian(np.zeros(2)), bandwidth="median"),
+    ...                        n_bootstrap=200, random_state=0)
     >>> ranking.best
     'scale 1.0'
     """

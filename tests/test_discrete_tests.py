@@ -42,14 +42,26 @@ def test_ksd_test_picks_operator_from_model_and_override():
 def test_ksd_test_fit_then_test_equals_test():
     p = _null_model()
     X = p.rvs(60, random_state=2)
-    est = KSDTest(p, n_bootstrap=99, random_state=3).fit(X)
+    est = KSDTest(p, bandwidth="median", n_bootstrap=99, random_state=3).fit(X)
     assert est.n_features_in_ == 5 and est.operator_ == "zanella-barker"
     assert isinstance(est.kernel_, DiscreteKernel) and est.bandwidth_ == est.kernel_.bandwidth
     a = est.test(X)
-    b = KSDTest(p, n_bootstrap=99, random_state=3).test(X)
+    b = KSDTest(p, bandwidth="median", n_bootstrap=99, random_state=3).test(X)
     assert a.statistic == b.statistic and a.pvalue == b.pvalue
     assert est.discrepancy(X) == a.statistic
     assert np.isfinite(est.score(X))
+    # the default: aggregated over the embedded-distance collection
+    agg = KSDTest(p, n_bootstrap=99, random_state=3).fit(X)
+    assert len(agg.kernel_) == 10 and agg.bandwidth_.shape == (10,)
+    res = agg.test(X)
+    assert res == KSDTest(p, n_bootstrap=99, random_state=3).test(X)
+    assert res.statistics.shape == (10,) and res.method.endswith("aggregated over 10 bandwidths)")
+    np.testing.assert_array_equal(agg.discrepancy(X), res.statistics)
+    one = KSDTest(p, n_bandwidths=1, n_bootstrap=99, random_state=3).test(X)
+    assert one.statistic == a.statistic and one.pvalue == a.pvalue
+    with pytest.raises(ValueError, match="one kernel"):
+        from skstein import rank_samples
+        rank_samples({"a": X, "b": X}, KSDTest(p))
     with pytest.raises(ValueError, match="features"):
         est.test(np.zeros((10, 4), dtype=int))
 

@@ -18,7 +18,8 @@ def _X(n=200, d=3, seed=0):
 
 def test_result_fields_and_decision_rule():
     X = Laplace(2).rvs(300, random_state=1)
-    res = KSDTest(Gaussian(np.zeros(2)), n_bootstrap=500, random_state=0).test(X)
+    res = KSDTest(Gaussian(np.zeros(2)), bandwidth="median", n_bootstrap=500,
+                  random_state=0).test(X)
     assert isinstance(res, GOFTestResult)
     assert res.n_samples == 300 and res.n_bootstrap == 500 and res.alpha == 0.05
     assert res.null_distribution.shape == (500,) and not res.null_distribution.flags.writeable
@@ -42,13 +43,14 @@ def test_statistic_matches_functional_api_and_methods_agree():
 
 def test_fit_resolves_median_bandwidth_and_test_uses_it():
     X, Y = _X(seed=0), _X(seed=1) * 3
-    test = KSDTest(std_normal_score, random_state=0).fit(X)
+    test = KSDTest(std_normal_score, bandwidth="median", random_state=0).fit(X)
     assert test.bandwidth_ == pytest.approx(np.median(
         [np.linalg.norm(X[i] - X[j]) for i in range(200) for j in range(i + 1, 200)]))
     assert test.n_features_in_ == 3
     assert test.test(Y).bandwidth == test.bandwidth_
     # unfitted: the bandwidth comes from the data under test
-    assert KSDTest(std_normal_score, random_state=0).test(Y).bandwidth != test.bandwidth_
+    assert KSDTest(std_normal_score, bandwidth="median",
+                   random_state=0).test(Y).bandwidth != test.bandwidth_
     with pytest.raises(ValueError, match="features"):
         test.test(_X(d=4))
 

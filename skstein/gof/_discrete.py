@@ -9,15 +9,26 @@ import warnings
 
 import numpy as np
 
-from .._bootstrap import BOOTSTRAPS, bootstrap_null, bootstrap_pvalue, bootstrap_threshold
+from .._bootstrap import (
+    BOOTSTRAPS,
+    aggregate_minp,
+    block_forms,
+    bootstrap_forms,
+    bootstrap_null,
+    bootstrap_pvalue,
+    bootstrap_threshold,
+    bootstrap_weights,
+)
 from .._estimator import is_fitted
 from .._random import as_generator
 from .._result import GOFTestResult
 from .._validation import check_alpha, check_choice, check_positive_int
+from ..discrepancy import is_collection
 from ..discrete import (
     DISCRETE_KERNELS,
     DiscreteKernel,
     check_discrete_samples,
+    discrete_bandwidth_grid,
     discrete_stein_row_blocks,
     discrete_stein_sums,
     has_exact_ratios,
@@ -54,16 +65,35 @@ def _check_params(est):
             "RelativeKSDTest.")
 
 
+def _resolve(est, X, rng):
+    """``(X, n_values, kernel)``; the kernel is a tuple for ``bandwidth="aggregate"``."""
+    collection = is_collection(est.bandwidth)
+    X, nvals, kern = prepare_discrete(X, est.model, est.kernel,
+                                      1.0 if collection else est.bandwidth,
+                                      est.kernel_params, rng)
+    if collection:
+        check_positive_int(est.n_bandwidths, "n_bandwidths")
+        grid = discrete_bandwidth_grid(X, DISCRETE_KERNELS[est.kernel][1], nvals,
+                                       est.n_bandwidths, random_state=rng)
+        kern = tuple(DiscreteKernel(est.kernel, float(h), est.kernel_params) for h in grid)
+    return X, nvals, kern
+
+
+def _is_fitted_kernel(kern):
+    return isinstance(kern, DiscreteKernel) or (
+        isinstance(kern, tuple) and all(isinstance(k, DiscreteKernel) for k in kern))
+
+
 def fit(est, X):
-    """Resolve the bandwidth of the discrete kernel on ``X``; returns ``est``."""
+    """Resolve the bandwidth (or the collection) of the discrete kernel on ``X``."""
     operator = discrete_operator(est)
     _check_params(est)
     rng = as_generator(est.random_state)
-    X, _, kern = prepare_discrete(X, est.model, est.kernel, est.bandwidth, est.kernel_params,
-                                  rng)
+    X, _, kern = _resolve(est, X, rng)
     est.n_features_in_ = X.shape[1]
     est.operator_ = operator
-    est.bandwidth_ = kern.bandwidth
+    est.bandwidth_ = (np.array([k.bandwidth for k in kern]) if isinstance(kern, tuple)
+                      else kern.bandwidth)
     est.kernel_ = kern
     return est
 
@@ -73,7 +103,7 @@ def _prepare(est, X, rng):
     operator = discrete_operator(est)
     _check_params(est)
     kern = getattr(est, "kernel_", None)
-    if is_fitted(est) and isinstance(kern, DiscreteKernel):
+    if is_fitted(est) and _is_fitted_kernel(kern):
         X = check_discrete_samples(X)
         if X.shape[1] != est.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} was fitted "
@@ -81,8 +111,7 @@ def _prepare(est, X, rng):
         nvals = model_n_values(est.model, X.shape[1])
         X = check_discrete_samples(X, nvals)
     else:
-        X, nvals, kern = prepare_discrete(X, est.model, est.kernel, est.bandwidth,
-                                          est.kernel_params, rng)
+        X, nvals, kern = _resolve(est, X, rng)
     C, _ = operator_coefficients(est.model, X, operator, model_score="exact")
     return X, nvals, kern, operator, C
 
@@ -92,6 +121,8 @@ def test(est, X):
     rng = as_generator(est.random_state)
     bw_rng, boot_rng = rng.spawn(2)
     X, nvals, kern, operator, C = _prepare(est, X, bw_rng)
+    if isinstance(kern, tuple):
+        return _aggregated_test(est, X, nvals, kern, operator, C, boot_rng)
     n = X.shape[0]
     in_memory = 8 * n * n <= est.max_memory
     sums = discrete_stein_sums(X, C, kern, operator, nvals, return_matrix=in_memory,
@@ -120,16 +151,65 @@ def test(est, X):
     )
 
 
+def _aggregated_test(est, X, nvals, kernels, operator, C, boot_rng):
+    """The test over a bandwidth collection: one bootstrap, min-p level correction."""
+    n = X.shape[0]
+    V = bootstrap_weights(est.bootstrap, n, est.n_bootstrap, boot_rng, est.statistic)
+    in_memory = 8 * n * n <= est.max_memory
+    stats = np.empty(len(kernels))
+    null = np.zeros((est.n_bootstrap, len(kernels)))
+    for li, kern in enumerate(kernels):
+        sums = discrete_stein_sums(X, C, kern, operator, nvals, return_matrix=in_memory,
+                                   max_memory=est.max_memory)
+        stats[li] = sums.statistic(est.statistic)
+        if in_memory:
+            null[:, li] = bootstrap_forms(sums.upper, V)
+        else:
+            for a, b, H in discrete_stein_row_blocks(X, C, kern, operator, nvals,
+                                                     max_memory=est.max_memory):
+                null[:, li] += block_forms(H, V, a, b)
+        if est.statistic == "v":
+            null[:, li] += (V * V) @ sums.diag
+    agg = aggregate_minp(stats, null, est.alpha)
+    k = agg.selected
+    bandwidths = np.array([kern.bandwidth for kern in kernels])
+    return GOFTestResult(
+        statistic=float(stats[k]),
+        pvalue=agg.pvalue,
+        threshold=bootstrap_threshold(null[:, k], agg.level),
+        reject=bool(agg.pvalue <= est.alpha),
+        alpha=float(est.alpha),
+        method=(f"discrete KSD ({operator}, {kernels[0].name}, {est.statistic}-statistic, "
+                f"{est.bootstrap} bootstrap, aggregated over {len(kernels)} bandwidths)"),
+        n_samples=n,
+        bootstrap=est.bootstrap,
+        n_bootstrap=int(est.n_bootstrap),
+        bandwidth=float(bandwidths[k]),
+        null_distribution=null[:, k],
+        bandwidths=bandwidths,
+        statistics=stats,
+        pvalues=agg.pvalues,
+        rejected=agg.rejected,
+        pvalue_threshold=agg.level,
+    )
+
+
 def _sums(est, X):
+    """The discrete ``SteinSums`` of each kernel (one unless a collection)."""
     X, nvals, kern, operator, C = _prepare(est, X, as_generator(est.random_state))
-    return discrete_stein_sums(X, C, kern, operator, nvals, max_memory=est.max_memory)
+    kernels = kern if isinstance(kern, tuple) else (kern,)
+    return [discrete_stein_sums(X, C, k, operator, nvals, max_memory=est.max_memory)
+            for k in kernels], isinstance(kern, tuple)
 
 
 def discrepancy(est, X):
-    """The squared discrete KSD of ``X`` to the model."""
-    return _sums(est, X).statistic(est.statistic)
+    """The squared discrete KSD of ``X`` to the model (an array for a collection)."""
+    sums, aggregated = _sums(est, X)
+    values = np.array([s.statistic(est.statistic) for s in sums])
+    return values if aggregated else float(values[0])
 
 
 def score(est, X):
-    """The power criterion of the discrete KSD on ``X``."""
-    return float(_sums(est, X).power_criterion())
+    """The power criterion of the discrete KSD on ``X`` (the largest over a collection)."""
+    sums, _ = _sums(est, X)
+    return float(max(s.power_criterion() for s in sums))

@@ -42,18 +42,29 @@ class KSDTest(SteinTestMixin, BaseEstimator):
     progression from the 1st percentile of the pairwise distances (the scale of a
     cluster of the data) to twice the median heuristic (the scale of the data).
 
+    The aggregated test is the default. Measured on the ``gof-gaussian`` cases
+    (n = 1000, D from 2 to 100, 100 trials per point) its level stayed within three
+    binomial standard deviations of 0.05 and its power was never below the
+    median-heuristic test's beyond binomial error, and far above it where the median
+    bandwidth is too wide (Laplace at D = 10: 1.00 against 0.24; a shrunk direction
+    at D = 20: 1.00 against 0.61); on a mixture model it finds the cluster scale that
+    the median misses. It costs about five times the single-bandwidth test (ten
+    statistics, one bootstrap). ``bandwidth="median"`` is the classic test.
+
     Parameters
     ----------
     model : distribution or callable
         The model p: an object with ``grad_logpdf(X)`` or a callable ``X -> grad log p(X)``.
     kernel : {"rbf", "imq"}, default="rbf"
         Base kernel (see :mod:`skstein.kernels` for the conventions).
-    bandwidth : "aggregate", "median", float or array-like, default="median"
-        ``"median"``: the median heuristic; a float: that bandwidth; ``"aggregate"``:
-        the aggregated test over :func:`~skstein.kernels.bandwidth_grid`; an
-        array-like of floats: the aggregated test over those bandwidths. Collections
-        and the median are resolved on the data given to :meth:`fit` (or to
-        :meth:`test` when not fitted).
+    bandwidth : "aggregate", "median", float or array-like, default="aggregate"
+        ``"aggregate"``: the aggregated test over
+        :func:`~skstein.kernels.bandwidth_grid` (for a discrete model, over
+        :func:`skstein.discrete.discrete_bandwidth_grid` of the embedded distances);
+        an array-like of floats: the aggregated test over those bandwidths;
+        ``"median"``: the median heuristic; a float: that bandwidth. Collections and
+        the median are resolved on the data given to :meth:`fit` (or to :meth:`test`
+        when not fitted).
     n_bandwidths : int, default=10
         Size of the collection for ``bandwidth="aggregate"``.
     kernel_params : dict, default=None
@@ -113,14 +124,14 @@ class KSDTest(SteinTestMixin, BaseEstimator):
     >>> from skstein.distributions import Gaussian
     >>> X = np.random.default_rng(0).laplace(size=(500, 2)) / np.sqrt(2)
     >>> result = KSDTest(Gaussian(np.zeros(2)), random_state=0).test(X)
-    >>> bool(result.reject)
-    True
-    >>> agg = KSDTest(Gaussian(np.zeros(2)), bandwidth="aggregate", random_state=0).test(X)
-    >>> bool(agg.reject), agg.bandwidths.shape
+    >>> bool(result.reject), result.bandwidths.shape
     (True, (10,))
+    >>> median = KSDTest(Gaussian(np.zeros(2)), bandwidth="median", random_state=0).test(X)
+    >>> bool(median.reject)
+    True
     """
 
-    def __init__(self, model, *, kernel="rbf", bandwidth="median", n_bandwidths=10,
+    def __init__(self, model, *, kernel="rbf", bandwidth="aggregate", n_bandwidths=10,
                  kernel_params=None, statistic="u", bootstrap="multinomial", n_bootstrap=1000,
                  alpha=0.05, random_state=None, max_memory=DEFAULT_MAX_MEMORY, operator=None):
         self.model = model
