@@ -261,7 +261,8 @@ def test_aggregated_ksd_finds_the_cluster_scale_where_the_median_fails():
     centres, model = _mixture(0.6)
     data = _mixture_sampler(centres, 0.75)
     kw = dict(n_trials=30, random_state=5, n_jobs=1)
-    median = rejection_rate(KSDTest(model, kernel="imq", n_bootstrap=500), data, 500, **kw)
+    median = rejection_rate(KSDTest(model, kernel="imq", bandwidth="median", n_bootstrap=500),
+                            data, 500, **kw)
     agg = rejection_rate(KSDTest(model, kernel="imq", bandwidth="aggregate", n_bootstrap=500),
                          data, 500, **kw)
     # stated floor: the aggregated test rejects in at least 60% of 30 trials, the
