@@ -496,7 +496,7 @@ def sliced_stein_sums(X, S, directions, slices, bandwidths, *, kernel="rbf",
     """
     n = X.shape[0]
     if (np.all(directions == directions[0]) and np.all(bandwidths == bandwidths[0])
-            and (return_matrix or SHARED_DIRECTION_ARRAYS * 8 * n * n <= max_memory)):
+            and SHARED_DIRECTION_ARRAYS * 8 * n * n <= max_memory):
         return _shared_direction_sums(X, S, directions[0], slices, float(bandwidths[0]),
                                       kernel, kernel_params, return_matrix)
     U, A, c = sliced_projections(X, S, directions, slices)
@@ -524,7 +524,8 @@ def sliced_stein_sums(X, S, directions, slices, bandwidths, *, kernel="rbf",
                            pair_sums, diag_k.sum(axis=0))
 
 
-#: ``n x n`` temporaries of the shared-direction pass (it runs when they fit).
+#: ``n x n`` temporaries of the shared-direction pass (it runs when they fit in
+#: ``max_memory``; otherwise the general pass does the same sums).
 SHARED_DIRECTION_ARRAYS = 8
 
 
