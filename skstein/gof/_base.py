@@ -6,12 +6,42 @@ import warnings
 import numpy as np
 from sklearn.utils.validation import validate_data
 
-from .._bootstrap import BOOTSTRAPS
+from .._bootstrap import BOOTSTRAPS, aggregate_minp, bootstrap_threshold
 from .._estimator import RandomStateTagsMixin, is_fitted, model_dim
+from .._result import GOFTestResult
 from .._validation import check_alpha, check_choice, check_positive_int, resolve_score
 from ..kernels import KERNELS
 
-__all__ = ["SteinTestMixin", "is_fitted"]
+__all__ = ["SteinTestMixin", "is_fitted", "aggregated_result"]
+
+
+def aggregated_result(stats, null, method, bandwidths, *, alpha, **fields):
+    """The :class:`GOFTestResult` of the min-p aggregation of ``stats`` over ``null``.
+
+    ``null`` has one column per statistic, all from the same bootstrap draws;
+    ``bandwidths`` has one entry (or row) per statistic. The scalar fields are those
+    of the most significant statistic; ``fields`` adds the common ones
+    (``n_samples``, ``bootstrap``, ...).
+    """
+    agg = aggregate_minp(stats, null, alpha)
+    k = agg.selected
+    bandwidths = np.asarray(bandwidths, dtype=np.float64)
+    return GOFTestResult(
+        statistic=float(stats[k]),
+        pvalue=agg.pvalue,
+        threshold=bootstrap_threshold(null[:, k], agg.level),
+        reject=bool(agg.pvalue <= alpha),
+        alpha=float(alpha),
+        method=method,
+        bandwidth=float(bandwidths[k]) if bandwidths.ndim == 1 else bandwidths[k],
+        null_distribution=null[:, k],
+        bandwidths=bandwidths,
+        statistics=stats,
+        pvalues=agg.pvalues,
+        rejected=agg.rejected,
+        pvalue_threshold=agg.level,
+        **fields,
+    )
 
 
 class SteinTestMixin(RandomStateTagsMixin):

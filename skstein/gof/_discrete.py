@@ -11,7 +11,6 @@ import numpy as np
 
 from .._bootstrap import (
     BOOTSTRAPS,
-    aggregate_minp,
     block_forms,
     bootstrap_forms,
     bootstrap_null,
@@ -37,6 +36,7 @@ from ..discrete import (
     prepare_discrete,
     resolve_operator,
 )
+from ._base import aggregated_result
 
 __all__ = ["discrete_operator", "fit", "test", "discrepancy", "score"]
 
@@ -170,28 +170,12 @@ def _aggregated_test(est, X, nvals, kernels, operator, C, boot_rng):
                 null[:, li] += block_forms(H, V, a, b)
         if est.statistic == "v":
             null[:, li] += (V * V) @ sums.diag
-    agg = aggregate_minp(stats, null, est.alpha)
-    k = agg.selected
-    bandwidths = np.array([kern.bandwidth for kern in kernels])
-    return GOFTestResult(
-        statistic=float(stats[k]),
-        pvalue=agg.pvalue,
-        threshold=bootstrap_threshold(null[:, k], agg.level),
-        reject=bool(agg.pvalue <= est.alpha),
-        alpha=float(est.alpha),
-        method=(f"discrete KSD ({operator}, {kernels[0].name}, {est.statistic}-statistic, "
-                f"{est.bootstrap} bootstrap, aggregated over {len(kernels)} bandwidths)"),
-        n_samples=n,
-        bootstrap=est.bootstrap,
-        n_bootstrap=int(est.n_bootstrap),
-        bandwidth=float(bandwidths[k]),
-        null_distribution=null[:, k],
-        bandwidths=bandwidths,
-        statistics=stats,
-        pvalues=agg.pvalues,
-        rejected=agg.rejected,
-        pvalue_threshold=agg.level,
-    )
+    method = (f"discrete KSD ({operator}, {kernels[0].name}, {est.statistic}-statistic, "
+              f"{est.bootstrap} bootstrap, aggregated over {len(kernels)} bandwidths)")
+    return aggregated_result(stats, null, method, [kern.bandwidth for kern in kernels],
+                             alpha=est.alpha,
+                             n_samples=n, bootstrap=est.bootstrap,
+                             n_bootstrap=int(est.n_bootstrap))
 
 
 def _sums(est, X):

@@ -3,7 +3,7 @@
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._bootstrap import aggregate_minp, bootstrap_pvalue, bootstrap_threshold, bootstrap_weights
+from .._bootstrap import bootstrap_pvalue, bootstrap_threshold, bootstrap_weights
 from .._random import as_generator
 from .._result import GOFTestResult
 from .._validation import check_positive_int, check_samples, evaluate_score
@@ -16,7 +16,7 @@ from ..discrepancy import (
 )
 from ..kernels import make_kernel
 from . import _discrete
-from ._base import SteinTestMixin, is_fitted
+from ._base import SteinTestMixin, aggregated_result, is_fitted
 
 __all__ = ["KSDTest"]
 
@@ -238,24 +238,9 @@ class KSDTest(SteinTestMixin, BaseEstimator):
                 null_distribution=null[:, 0],
                 **common,
             )
-        agg = aggregate_minp(stats, null, self.alpha)
-        k = agg.selected
-        bandwidths = np.array([kern.bandwidth for kern in kernels])
-        return GOFTestResult(
-            statistic=float(stats[k]),
-            pvalue=agg.pvalue,
-            threshold=bootstrap_threshold(null[:, k], agg.level),
-            reject=bool(agg.pvalue <= self.alpha),
-            method=method + f", aggregated over {len(kernels)} bandwidths)",
-            bandwidth=float(bandwidths[k]),
-            null_distribution=null[:, k],
-            bandwidths=bandwidths,
-            statistics=stats,
-            pvalues=agg.pvalues,
-            rejected=agg.rejected,
-            pvalue_threshold=agg.level,
-            **common,
-        )
+        return aggregated_result(stats, null,
+                                 method + f", aggregated over {len(kernels)} bandwidths)",
+                                 [kern.bandwidth for kern in kernels], **common)
 
     def _all_sums(self, X):
         X, S, kern = self._prepare(X, as_generator(self.random_state))

@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from threadpoolctl import threadpool_limits
 
-from .._bootstrap import aggregate_minp, bootstrap_pvalue, bootstrap_threshold, bootstrap_weights
+from .._bootstrap import bootstrap_pvalue, bootstrap_threshold, bootstrap_weights
 from .._random import as_generator
 from .._result import GOFTestResult
 from .._validation import (
@@ -35,7 +35,7 @@ from ..discrepancy import (
     sliced_sums_and_forms,
     sliced_value_and_grad,
 )
-from ._base import SteinTestMixin, is_fitted
+from ._base import SteinTestMixin, aggregated_result, is_fitted
 
 __all__ = ["MaxSKSDTest"]
 
@@ -431,22 +431,14 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
                 threshold=bootstrap_threshold(null[:, 0], self.alpha),
                 reject=bool(pvalue <= self.alpha), method=method + ")",
                 bandwidth=rows_all[0], null_distribution=null[:, 0], **common)
-        agg = aggregate_minp(stats, null, self.alpha)
-        k = agg.selected
         what = []
         if len(specs) > 1:
             what.append(f"{len(specs)} direction sets")
         if len(specs[0][3]) > 1:
             what.append(f"{len(specs[0][3])} bandwidth factors")
-        return GOFTestResult(
-            statistic=float(stats[k]), pvalue=agg.pvalue,
-            threshold=bootstrap_threshold(null[:, k], agg.level),
-            reject=bool(agg.pvalue <= self.alpha),
-            method=method + ", aggregated over " + " x ".join(what) + ")",
-            bandwidth=rows_all[k], null_distribution=null[:, k],
-            bandwidths=rows_all, statistics=stats, pvalues=agg.pvalues,
-            rejected=agg.rejected, pvalue_threshold=agg.level, labels=tuple(labels),
-            **common)
+        return aggregated_result(stats, null,
+                                 method + ", aggregated over " + " x ".join(what) + ")",
+                                 rows_all, labels=tuple(labels), **common)
 
     def discrepancy(self, X):
         """The sliced KSD of ``X`` along the fitted directions (the test statistic).
