@@ -21,6 +21,14 @@ Three parts, each a list of rows (``part`` names it):
   N(0, I), 6000 iterations; SVGD, sliced SVGD with fixed directions and with learned
   directions. Reported: the mean ratio of the particles' marginal variances to the
   target's and the relative Frobenius error of their covariance.
+
+Measured (``run(parts=("convergence", "correlated"), random_state=2032)``): with
+learned, gated directions the variance at 6000 iterations is 1.006 to 1.050 over the
+nine (D, N) settings and changes by at most 0.2% from iteration 4000; with fixed
+directions 1.003 to 1.011; with an update at every check 1.11 to 1.75, still
+moving by 6 to 22%. On the correlated target the marginal variance ratio is 0.555
+for SVGD, 0.109 (fixed) and 0.107 (learned) for sliced SVGD: coordinate-wise 1-D
+kernels cannot build the correlations, and learned directions only tie fixed ones.
 """
 
 import time
