@@ -1,6 +1,5 @@
 """The maxSKSD goodness-of-fit test (sliced Stein kernels along learned directions)."""
 
-import numbers
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -35,7 +34,7 @@ from ..discrepancy import (
     sliced_sums_and_forms,
     sliced_value_and_grad,
 )
-from ._base import SteinTestMixin, aggregated_result, is_fitted
+from ._base import SteinTestMixin, aggregated_result, is_fitted, split_sample
 
 __all__ = ["MaxSKSDTest"]
 
@@ -318,22 +317,7 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
         return self
 
     def _split(self, X, rng):
-        n = X.shape[0]
-        ts = self.train_size
-        if isinstance(ts, bool) or not isinstance(ts, (numbers.Real, numbers.Integral)):
-            raise TypeError(f"train_size must be a float in (0, 1) or an int, got {ts!r}.")
-        if isinstance(ts, numbers.Integral):
-            n_train = int(ts)
-        else:
-            if not 0.0 < ts < 1.0:
-                raise ValueError(f"train_size must be in (0, 1) as a fraction, got {ts!r}.")
-            n_train = int(round(ts * n))
-        if n < 4 or n_train < 2 or n - n_train < 2:
-            raise ValueError(
-                f"train_size={ts!r} must leave at least 2 samples to learn directions and 2 to "
-                f"test; X has {n} samples.")
-        perm = rng.permutation(n)
-        return X[np.sort(perm[:n_train])], X[np.sort(perm[n_train:])]
+        return split_sample(X, self.train_size, rng)
 
     def _prepare(self, X, rng):
         """Validated test sample, its scores and the statistics to compute.
