@@ -4,6 +4,7 @@
 
     skstein demo [--quick] [--out DIR]
     skstein reproduce NAME [--quick] [--trials N] [--n-jobs N] [--seed S] [--out DIR]
+                      [--methods A,B,...]
     skstein reproduce --list
 """
 
@@ -106,7 +107,8 @@ def _reproduce(args):
         return 0
     rows, csv_path, png_path, elapsed = reproduce(
         args.name, out_dir=args.out, quick=args.quick, n_trials=args.trials,
-        n_jobs=args.n_jobs, random_state=args.seed, verbose=args.verbose)
+        n_jobs=args.n_jobs, random_state=args.seed, verbose=args.verbose,
+        methods=args.methods.split(",") if args.methods else None)
     print(table(rows))
     print(f"\n{len(rows)} rows in {elapsed:.1f} s; numbers in {csv_path}")
     if png_path:
@@ -130,6 +132,8 @@ def main(argv=None):
     p_rep.add_argument("--seed", type=int, default=0)
     p_rep.add_argument("--out", default="skstein_results")
     p_rep.add_argument("--verbose", type=int, default=0)
+    p_rep.add_argument("--methods", default=None,
+                       help="comma-separated test names (experiments with a method set)")
     args = parser.parse_args(argv)
     if args.command == "demo":
         demo(quick=args.quick, out_dir=args.out, random_state=args.seed)

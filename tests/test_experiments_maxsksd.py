@@ -2,13 +2,20 @@
 
 import numpy as np
 
-from skstein.experiments import EXPERIMENTS, gof_gaussian, gof_rbm, gof_sds
+import pytest
+
+from skstein.experiments import EXPERIMENTS, gof_gaussian, gof_rbm, gof_sds, reproduce
+from skstein.experiments._baselines import BASELINES, PAPER_BASELINES
 
 
 def test_registered():
     assert {"gof-gaussian", "gof-rbm", "gof-rbm-streaming", "gof-sds",
             "gof-rotated"} <= set(EXPERIMENTS)
-    assert gof_gaussian.methods() == ("KSD", "KSD-agg", "maxSKSD-g", "maxSKSD-rg")
+    own = ("KSD", "KSD-agg", "maxSKSD-g", "maxSKSD-rg")
+    assert gof_gaussian.OWN_METHODS == gof_rbm.OWN_METHODS == own
+    # the paper's method set by default: ours and every baseline of Figures 3 and 4
+    assert gof_gaussian.methods() == gof_rbm.METHODS == own + PAPER_BASELINES
+    assert set(PAPER_BASELINES) == set(BASELINES) - {"LinearKSD"}
 
 
 def test_gof_sds_rows():
@@ -26,9 +33,11 @@ def test_gof_rbm_rows_and_pair():
                        methods=("KSD", "maxSKSD-rg"), protocol="streaming")
     assert [r["method"] for r in rows] == ["KSD", "maxSKSD-rg"]
     assert [r["n_samples"] for r in rows] == [400, 320]
-    rows = gof_rbm.run(quick=True, n_trials=1, n_jobs=1, sigmas=(0.02,))
-    assert [r["method"] for r in rows] == list(gof_rbm.METHODS)
-    assert [r["n_samples"] for r in rows] == [400, 400, 320, 320]
+    methods = gof_rbm.OWN_METHODS + ("FSSD-rand", "MMD")
+    rows = gof_rbm.run(quick=True, n_trials=1, n_jobs=1, sigmas=(0.02,), methods=methods)
+    assert [r["method"] for r in rows] == list(methods)
+    assert [r["n_samples"] for r in rows] == [400, 400, 320, 320, 400, 400]
+    assert all(r["median_seconds"] > 0 for r in rows)
     assert {r["protocol"] for r in rows} == {"standard"}
 
 
@@ -53,3 +62,19 @@ def test_gof_rbm_trains_on_burn_in_states():
 def test_gof_gaussian_paired_methods():
     rows = gof_gaussian.run(quick=True, n_trials=2, n_jobs=1, cases=("laplace",), dims=(2,))
     assert [r["method"] for r in rows] == list(gof_gaussian.methods())
+
+
+def test_gof_gaussian_method_selection(tmp_path):
+    rows = gof_gaussian.run(quick=True, n_trials=2, n_jobs=1, cases=("null",), dims=(3,),
+                            methods=("LinearKSD", "KSD"))
+    assert [r["method"] for r in rows] == ["LinearKSD", "KSD"]
+    with pytest.raises(ValueError, match="methods"):
+        gof_gaussian.run(quick=True, n_trials=1, n_jobs=1, methods=("KSD", "nope"))
+    with pytest.raises(ValueError, match="methods"):
+        gof_rbm.run(quick=True, n_trials=1, n_jobs=1, methods=("nope",))
+    rows, csv_path, _, _ = reproduce("gof-gaussian", out_dir=tmp_path, quick=True, n_trials=1,
+                                     n_jobs=1, methods=["RFF-Gauss"])
+    assert {r["method"] for r in rows} == {"RFF-Gauss"}
+    assert "median_seconds" in open(csv_path).readline()
+    with pytest.raises(ValueError, match="methods"):
+        reproduce("svgd-variance", out_dir=tmp_path, quick=True, methods=["SVGD"])

@@ -6,6 +6,7 @@ random_state=..., verbose=...) -> rows`` (a list of flat dicts) and
 """
 
 import importlib
+import inspect
 import os
 import time
 
@@ -32,8 +33,11 @@ EXPERIMENTS = {
 
 
 def reproduce(name, *, out_dir="skstein_results", quick=False, n_trials=None, n_jobs=None,
-              random_state=0, verbose=0):
+              random_state=0, verbose=0, methods=None):
     """Run the experiment ``name``; write ``<out_dir>/<name>.csv`` and ``.png``.
+
+    ``methods`` (a sequence of names) selects the tests of experiments whose ``run``
+    takes a ``methods`` argument; ``None`` runs their default set.
 
     Returns ``(rows, csv_path, png_path, seconds)``; ``png_path`` is None without
     matplotlib.
@@ -43,6 +47,10 @@ def reproduce(name, *, out_dir="skstein_results", quick=False, n_trials=None, n_
     entry = EXPERIMENTS[name]
     path, extra = (entry, {}) if isinstance(entry, str) else entry
     module = importlib.import_module(path)
+    if methods is not None:
+        if "methods" not in inspect.signature(module.run).parameters:
+            raise ValueError(f"methods: experiment {name!r} has no method selection.")
+        extra = dict(extra, methods=tuple(methods))
     t0 = time.perf_counter()
     rows = module.run(quick=quick, n_trials=n_trials, n_jobs=n_jobs,
                       random_state=random_state, verbose=verbose, **extra)

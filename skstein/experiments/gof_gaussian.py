@@ -17,6 +17,13 @@ N = 1000 split 200/800), with the library's default search (the coordinate axes,
 which are the optimum for these factorised alternatives (paper appendix E), among
 data-driven starts chosen on held-out training points). maxSKSD-rg uses one slice
 per dimension.
+
+The baselines of the paper's Figure 3 (:data:`skstein.experiments._baselines.PAPER_BASELINES`:
+FSSD with random and optimised locations, RFSD with L1 IMQ and L2 SechExp features,
+Gaussian and Cauchy random-Fourier-feature KSD, MMD against model samples) run with the
+settings documented in :mod:`skstein.experiments._baselines`; FSSD-opt learns on 20%
+of the data and tests on the rest, the others use all of it. ``run(methods=...)``
+selects a subset (``"LinearKSD"`` is available too).
 """
 
 import time
@@ -26,10 +33,12 @@ import numpy as np
 from .._random import spawn_seeds
 from ..distributions import Gaussian, Laplace, StudentT, gaussian_diffusion
 from ..gof import KSDTest, MaxSKSDTest
+from ._baselines import BASELINES, PAPER_BASELINES, make_baseline
 from ._output import pyplot
 from ._runner import draw_samples, rate_summary, run_trials
 
-__all__ = ["CASES", "setting", "make_test", "run_trial", "run", "plot"]
+__all__ = ["CASES", "OWN_METHODS", "METHODS", "methods", "setting", "make_test", "run_trial",
+           "run", "plot"]
 
 CASES = ("null", "laplace", "student-t", "diffusion")
 FULL = dict(dims=(2, 5, 10, 20, 50, 100), n_samples=1000, n_trials=100, n_bootstrap=1000)
@@ -49,11 +58,18 @@ def setting(case, dim):
     raise ValueError(f"case must be one of {CASES}, got {case!r}.")
 
 
-METHODS = ("KSD", "KSD-agg", "maxSKSD-g", "maxSKSD-rg")
+#: The library's tests of this experiment.
+OWN_METHODS = ("KSD", "KSD-agg", "maxSKSD-g", "maxSKSD-rg")
+#: The default method set: the library's tests and the baselines of the paper's Figure 3.
+METHODS = OWN_METHODS + PAPER_BASELINES
 
 
 def methods():
-    """Names of the tests this experiment compares."""
+    """Names of the tests this experiment compares by default (:data:`METHODS`).
+
+    Any of :data:`skstein.experiments._baselines.BASELINES` (``"LinearKSD"`` too) can be
+    selected with ``run(methods=...)``.
+    """
     return METHODS
 
 
@@ -69,7 +85,9 @@ def make_test(method, model, n_bootstrap, train_size=0.2):
         # one learned slice per dimension, as in the paper's benchmark
         return MaxSKSDTest(model, variant="rg", n_slices=model.dim, n_bootstrap=n_bootstrap,
                            train_size=train_size)
-    raise ValueError(f"unknown method {method!r}; choose from {METHODS}.")
+    if method in BASELINES:
+        return make_baseline(method, model, n_bootstrap)
+    raise ValueError(f"unknown method {method!r}; choose from {OWN_METHODS + BASELINES}.")
 
 
 def run_trial(seed, case, dim, method, n_samples, n_bootstrap):
@@ -85,8 +103,19 @@ def run_trial(seed, case, dim, method, n_samples, n_bootstrap):
 
 
 def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, cases=CASES,
-        dims=None, methods_=None):
-    """Run the experiment; returns one row (dict) per (case, dim, method)."""
+        dims=None, methods=None, methods_=None):
+    """Run the experiment; returns one row (dict) per (case, dim, method).
+
+    ``methods`` (``methods_`` is an older spelling) selects tests by name; the default
+    is :data:`METHODS`. ``median_seconds`` is the median time of one test (seconds per
+    trial per method).
+    """
+    if methods is None:
+        methods = methods_
+    methods = METHODS if methods is None else tuple(methods)
+    unknown = [m for m in methods if m not in OWN_METHODS + BASELINES]
+    if unknown:
+        raise ValueError(f"methods: unknown {unknown}; choose from {OWN_METHODS + BASELINES}.")
     cfg = dict(QUICK if quick else FULL)
     if n_trials is not None:
         cfg["n_trials"] = n_trials
@@ -96,7 +125,7 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, c
     settings = [(case, dim) for case in cases for dim in cfg["dims"]]
     roots = np.random.SeedSequence(random_state).spawn(len(settings))
     for (case, dim), root in zip(settings, roots):
-        for method in (methods() if methods_ is None else methods_):
+        for method in methods:
             out = run_trials(run_trial, cfg["n_trials"],
                              args=(case, dim, method, cfg["n_samples"], cfg["n_bootstrap"]),
                              random_state=root, n_jobs=n_jobs, verbose=verbose)
@@ -114,7 +143,12 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, c
 
 
 def plot(rows, path):
-    """Rejection rate (top) and mean discrepancy (bottom) versus dimension, per case."""
+    """Rejection rate (top, binomial standard errors) and mean discrepancy (bottom).
+
+    One column per case, in the style of the paper's Figure 3; the library's tests are
+    solid lines, the baselines dashed. The mean discrepancies of different methods are
+    on different scales and are shown for each method's trend only.
+    """
     plt = pyplot()
     if plt is None:
         return None
@@ -124,8 +158,14 @@ def plot(rows, path):
         for method in dict.fromkeys(r["method"] for r in rows):
             sub = [r for r in rows if r["case"] == case and r["method"] == method]
             dims = [r["dim"] for r in sub]
-            axes[0, col].plot(dims, [r["rejection_rate"] for r in sub], "o-", label=method)
-            axes[1, col].plot(dims, [r["mean_discrepancy"] for r in sub], "o-", label=method)
+            own = method in OWN_METHODS
+            style = dict(marker="o" if own else ".", ms=4 if own else 3,
+                         lw=1.4 if own else 0.9, ls="-" if own else "--")
+            axes[0, col].errorbar(dims, [r["rejection_rate"] for r in sub],
+                                  yerr=[r["stderr"] for r in sub], capsize=2, label=method,
+                                  **style)
+            axes[1, col].plot(dims, [r["mean_discrepancy"] for r in sub], label=method,
+                              **style)
         axes[0, col].set_title(case)
         axes[0, col].set_ylim(-0.03, 1.03)
         if case == "null":
@@ -139,7 +179,8 @@ def plot(rows, path):
             ax.xaxis.set_minor_formatter(plt.NullFormatter())
     axes[0, 0].set_ylabel("rejection rate")
     axes[1, 0].set_ylabel("mean discrepancy")
-    axes[0, -1].legend(fontsize="small")
+    axes[0, -1].legend(fontsize="x-small", ncol=2 if len(set(r["method"] for r in rows)) > 6
+                       else 1)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

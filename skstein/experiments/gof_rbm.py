@@ -15,6 +15,12 @@ Two protocols; training and test samples are always disjoint.
   :func:`skstein.kernels.bandwidth_grid`) use all of them; maxSKSD-g and maxSKSD-rg
   learn their directions on 200 of them with the library's default search and test
   on the other 800 with aggregated test bandwidths (``test_bandwidth="aggregate"``).
+  The baselines of the paper's Figure 4
+  (:data:`skstein.experiments._baselines.PAPER_BASELINES`) run with the settings of
+  :mod:`skstein.experiments._baselines`, except that the random-feature tests estimate
+  their null covariance from the data rather than from model samples (``model_null=False``:
+  Gibbs samples are costly); MMD compares the data with as many model samples, drawn
+  by the same Gibbs sampler.
 * ``streaming`` (the paper's, for models that can be sampled): maxSKSD-g and
   maxSKSD-rg learn their directions on pseudo-samples from a *separate* set of
   ``train_chains`` (200) Gibbs chains of q during their first ``train_steps``
@@ -36,14 +42,19 @@ import numpy as np
 from .._random import spawn_seeds
 from ..distributions import GaussBernRBM
 from ..gof import KSDTest, MaxSKSDTest
+from ._baselines import BASELINES, PAPER_BASELINES, make_baseline
 from ._output import pyplot
 from ._runner import rate_summary, run_trials
 
-__all__ = ["SIGMAS", "METHODS", "rbm_pair", "make_test", "run_trial", "run", "plot"]
+__all__ = ["SIGMAS", "OWN_METHODS", "METHODS", "STREAMING_METHODS", "rbm_pair", "make_test",
+           "run_trial", "run", "plot"]
 
 SIGMAS = (0.0, 0.005, 0.01, 0.015, 0.02)
 PROTOCOLS = ("standard", "streaming")
-METHODS = ("KSD", "KSD-agg", "maxSKSD-g", "maxSKSD-rg")
+#: The library's tests of this experiment.
+OWN_METHODS = ("KSD", "KSD-agg", "maxSKSD-g", "maxSKSD-rg")
+#: The standard protocol's default: the library's tests and the paper's Figure 4 baselines.
+METHODS = OWN_METHODS + PAPER_BASELINES
 STREAMING_METHODS = ("KSD", "maxSKSD-g", "maxSKSD-rg")
 FULL = dict(sigmas=SIGMAS, dx=50, dh=40, n_samples=1000, n_test=800, n_trials=100,
             n_bootstrap=1000, burn_in=2000, train_chains=200, train_steps=2000,
@@ -75,8 +86,10 @@ def make_test(method, model, n_bootstrap, protocol="standard", cfg=FULL):
         return KSDTest(model, kernel="rbf", bandwidth="median", n_bootstrap=n_bootstrap)
     if method == "KSD-agg":
         return KSDTest(model, kernel="rbf", bandwidth="aggregate", n_bootstrap=n_bootstrap)
+    if method in BASELINES:
+        return make_baseline(method, model, n_bootstrap, model_null=False)
     if method not in ("maxSKSD-g", "maxSKSD-rg"):
-        raise ValueError(f"unknown method {method!r}; choose from {METHODS}.")
+        raise ValueError(f"unknown method {method!r}; choose from {OWN_METHODS + BASELINES}.")
     kw = dict(variant=method[-1] if method.endswith("-g") else "rg",
               test_bandwidth="aggregate", n_bootstrap=n_bootstrap)
     if protocol == "streaming":
@@ -120,7 +133,12 @@ def run_trial(seed, sigma, cfg, methods, protocol="standard"):
 
 def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, sigmas=None,
         methods=None, protocol="standard"):
-    """Run the experiment; one row per (sigma, method)."""
+    """Run the experiment; one row per (sigma, method).
+
+    ``methods`` selects tests by name (default :data:`METHODS` in the standard protocol,
+    :data:`STREAMING_METHODS` in the streaming one); ``median_seconds`` is the median
+    time of one test (seconds per trial per method; the data's Gibbs sweeps excluded).
+    """
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}.")
     cfg = dict(QUICK if quick else FULL)
@@ -130,6 +148,10 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, s
         cfg["sigmas"] = tuple(sigmas)
     if methods is None:
         methods = METHODS if protocol == "standard" else STREAMING_METHODS
+    methods = tuple(methods)
+    unknown = [m for m in methods if m not in OWN_METHODS + BASELINES]
+    if unknown:
+        raise ValueError(f"methods: unknown {unknown}; choose from {OWN_METHODS + BASELINES}.")
     rows = []
     roots = np.random.SeedSequence(random_state).spawn(len(cfg["sigmas"]))
     for sigma, root in zip(cfg["sigmas"], roots):
@@ -158,16 +180,21 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, s
 
 
 def plot(rows, path):
-    """Rejection rate versus perturbation sigma, per method."""
+    """Rejection rate versus perturbation sigma, per method (the paper's Figure 4).
+
+    Binomial standard errors as error bars; the library's tests solid, baselines dashed.
+    """
     plt = pyplot()
     if plt is None:
         return None
     fig, ax = plt.subplots(figsize=(4.2, 3.4))
     for method in dict.fromkeys(r["method"] for r in rows):
         sub = [r for r in rows if r["method"] == method]
+        own = method in OWN_METHODS
         ax.errorbar([r["sigma"] for r in sub], [r["rejection_rate"] for r in sub],
-                    yerr=[r["stderr"] for r in sub], marker="o", ms=3, capsize=2,
-                    label=method)
+                    yerr=[r["stderr"] for r in sub], marker="o" if own else ".",
+                    ms=4 if own else 3, lw=1.4 if own else 0.9, ls="-" if own else "--",
+                    capsize=2, label=method)
     ax.axhline(0.05, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("perturbation sigma")
     ax.set_ylabel("rejection rate")
@@ -175,7 +202,7 @@ def plot(rows, path):
     protocol = rows[0].get("protocol", "standard") if rows else "standard"
     ax.set_title(f"Gauss-Bernoulli RBM (50 visible, 40 hidden), {protocol}",
                  fontsize="small")
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="x-small", ncol=2 if len({r["method"] for r in rows}) > 6 else 1)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
