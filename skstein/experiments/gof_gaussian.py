@@ -84,7 +84,7 @@ def run_trial(seed, case, dim, method, n_samples, n_bootstrap):
             "seconds": time.perf_counter() - t0}
 
 
-def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, cases=CASES,
+def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="auto", cases=CASES,
         dims=None, methods_=None):
     """Run the experiment; returns one row (dict) per (case, dim, method)."""
     cfg = dict(QUICK if quick else FULL)
@@ -99,7 +99,8 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, c
         for method in (methods() if methods_ is None else methods_):
             out = run_trials(run_trial, cfg["n_trials"],
                              args=(case, dim, method, cfg["n_samples"], cfg["n_bootstrap"]),
-                             random_state=root, n_jobs=n_jobs, verbose=verbose)
+                             random_state=root, n_jobs=n_jobs, verbose=verbose,
+                             desc=f"{case} d={dim} {method}")
             rows.append({
                 "case": case,
                 "dim": dim,
