@@ -2,7 +2,7 @@ r"""Functional API: discrete Stein operators and their kernel Stein discrepancie
 
 Discrete samples are integer arrays ``X`` of shape ``(n, D)`` with values in
 :math:`\{0, \dots, L_j - 1\}` (the model's ``n_values``); a shift
-:math:`x \pm e_j` moves coordinate ``j`` by one, cyclically (DESIGN section 3.11).
+:math:`x \pm e_j` moves coordinate ``j`` by one, cyclically.
 
 Operators
 ---------
