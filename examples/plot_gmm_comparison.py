@@ -51,7 +51,7 @@ for h, z in zip(result.bandwidths, result.zscores):
 
 # %%
 # For comparison: the median heuristic alone, and the relative MMD
-# ---------------------------------------------------------------
+# ----------------------------------------------------------------
 median = RelativeKSDTest(P, Q, bandwidth="median").test(X_test)
 mmd = RelativeMMDTest(P, Q, random_state=0).test(X_test)
 print(f"relative KSD, median bandwidth {median.bandwidth:.2f}: z = {median.zscore:.2f}, "
@@ -75,12 +75,9 @@ print(f"relative KSD, bandwidth {chosen} chosen on the selection split: "
 
 # %%
 # Plot: both models' densities over the data, and the evidence against bandwidth
-# -----------------------------------------------------------------------------
-import matplotlib  # noqa: E402
-import matplotlib.ticker  # noqa: E402
-
-matplotlib.use("Agg")
+# ------------------------------------------------------------------------------
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 g = np.linspace(X[:, 0].min() - 1, X[:, 0].max() + 1, 150)
 h = np.linspace(X[:, 1].min() - 1, X[:, 1].max() + 1, 150)
@@ -105,7 +102,7 @@ axes[2].set_xlabel("IMQ bandwidth")
 axes[2].set_ylabel("studentised difference z (Q better if large)")
 axes[2].legend(fontsize="small")
 fig.tight_layout()
-fig.savefig("plot_gmm_comparison.png", dpi=110)
+plt.show()
 
 # %%
 # Interpretation

@@ -4,8 +4,12 @@
 
     skstein demo [--quick] [--out DIR]
     skstein reproduce NAME [--quick] [--trials N] [--n-jobs N] [--seed S] [--out DIR]
-                      [--methods A,B,...]
+                      [--verbose | --quiet] [--methods A,B,...]
     skstein reproduce --list
+
+``reproduce`` shows a progress bar per setting, with the time left, on standard
+error when that is a terminal; ``--verbose`` shows it anywhere (e.g. in a log) and
+``--quiet`` never. The numbers do not depend on it.
 """
 
 import argparse
@@ -105,9 +109,10 @@ def _reproduce(args):
     if args.list or not args.name:
         print("experiments: " + ", ".join(sorted(EXPERIMENTS)))
         return 0
+    verbose = 1 if args.verbose else 0 if args.quiet else "auto"
     rows, csv_path, png_path, elapsed = reproduce(
         args.name, out_dir=args.out, quick=args.quick, n_trials=args.trials,
-        n_jobs=args.n_jobs, random_state=args.seed, verbose=args.verbose,
+        n_jobs=args.n_jobs, random_state=args.seed, verbose=verbose,
         methods=args.methods.split(",") if args.methods else None)
     print(table(rows))
     print(f"\n{len(rows)} rows in {elapsed:.1f} s; numbers in {csv_path}")
@@ -131,7 +136,10 @@ def main(argv=None):
     p_rep.add_argument("--n-jobs", type=int, default=None, help="joblib workers (-1: all)")
     p_rep.add_argument("--seed", type=int, default=0)
     p_rep.add_argument("--out", default="skstein_results")
-    p_rep.add_argument("--verbose", type=int, default=0)
+    shown = p_rep.add_mutually_exclusive_group()
+    shown.add_argument("-v", "--verbose", action="store_true",
+                       help="progress bars on standard error even when it is not a terminal")
+    shown.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     p_rep.add_argument("--methods", default=None,
                        help="comma-separated test names (experiments with a method set)")
     args = parser.parse_args(argv)

@@ -223,6 +223,17 @@ def stein_moment_matrix(X, S):
     Zero in expectation when the rows of ``X`` come from the model whose scores are
     ``S`` (Stein's identity with the linear test functions :math:`x \mapsto x_a`);
     ``X`` is centred at its mean.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        The sample.
+    S : ndarray of shape (n, d)
+        The model's scores at the rows of ``X``.
+
+    Returns
+    -------
+    ndarray of shape (d, d)
     """
     Xc = X - X.mean(axis=0)
     M = S.T @ Xc / X.shape[0]
@@ -396,7 +407,35 @@ def _ascent_step(G, R, gG, gR, opt_g, opt_r, rate, orthogonal_slices=True):
 
 @dataclass(frozen=True)
 class AscentSettings:
-    """Settings of one ascent (see :func:`search_directions` for their meaning)."""
+    """Settings of one ascent.
+
+    The parameters mean what they mean in :func:`search_directions`.
+
+    Parameters
+    ----------
+    kernel : {"rbf", "imq"}, default="rbf"
+        1-D base kernel.
+    kernel_params : dict, default=None
+        Extra kernel parameters.
+    optimizer : {"adam", "gd"}, default="adam"
+        Step rule on the projected gradient.
+    learning_rate : float, default=0.01
+        Step size.
+    schedule : {"cosine", "constant"}, default="cosine"
+        Step-size schedule over ``max_iter`` steps.
+    max_iter : int, default=20
+        Maximum ascent steps per start.
+    tol : float, default=1e-3
+        Relative improvement that counts as progress.
+    patience : int, default=10
+        Steps without progress before an ascent stops.
+    bandwidth_every : int, default=10
+        Steps between re-estimates of median-heuristic bandwidths.
+    batch_size : int, default=None
+        Points per gradient step (``None``: all).
+    orthogonal_slices : bool, default=True
+        Keep the ``"rg"`` slices orthonormal.
+    """
 
     kernel: str = "rbf"
     kernel_params: dict = None
@@ -411,6 +450,12 @@ class AscentSettings:
     orthogonal_slices: bool = True
 
     def kernel_kwargs(self):
+        """The keyword arguments ``kernel`` and ``kernel_params`` of the Stein passes.
+
+        Returns
+        -------
+        dict
+        """
         return dict(kernel=self.kernel, kernel_params=self.kernel_params)
 
 

@@ -316,7 +316,30 @@ def ksd_power_criterion(X, model, *, kernel="rbf", bandwidth="median", kernel_pa
                         random_state=None, eps=1e-10, max_memory=DEFAULT_MAX_MEMORY):
     """Test-power criterion ``KSD_U^2 / sqrt(sigma_H1^2 + eps)`` (higher = more power).
 
-    See :meth:`SteinSums.power_criterion`. Parameters as in :func:`ksd`.
+    See :meth:`SteinSums.power_criterion`.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        The sample.
+    model : distribution or callable
+        The model's score, as in :func:`ksd`.
+    kernel : {"rbf", "imq"}, default="rbf"
+        Base kernel.
+    bandwidth : float or "median", default="median"
+        Kernel bandwidth.
+    kernel_params : dict, default=None
+        Extra kernel parameters (``{"beta": -0.5}`` for IMQ).
+    random_state : None, int or Generator
+        Only used by the median heuristic's subsample when ``n > 2000``.
+    eps : float, default=1e-10
+        Added to the variance estimate before the square root.
+    max_memory : int, default=64 MiB
+        Bound on the temporaries of the pass.
+
+    Returns
+    -------
+    float
     """
     X, S, kern = _prepare(X, model, kernel, bandwidth, kernel_params, random_state)
     return stein_sums(X, S, kern, max_memory=max_memory).power_criterion(eps)
@@ -326,7 +349,26 @@ def stein_matrix(X, model, *, kernel="rbf", bandwidth="median", kernel_params=No
                  random_state=None):
     """The Stein kernel matrix ``H[i, j] = h_p(x_i, x_j)``, diagonal included.
 
-    Uses ``O(n^2)`` memory. Parameters as in :func:`ksd`.
+    Uses ``O(n^2)`` memory.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        The sample.
+    model : distribution or callable
+        The model's score, as in :func:`ksd`.
+    kernel : {"rbf", "imq"}, default="rbf"
+        Base kernel.
+    bandwidth : float or "median", default="median"
+        Kernel bandwidth.
+    kernel_params : dict, default=None
+        Extra kernel parameters (``{"beta": -0.5}`` for IMQ).
+    random_state : None, int or Generator
+        Only used by the median heuristic's subsample when ``n > 2000``.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_samples)
     """
     X, S, kern = _prepare(X, model, kernel, bandwidth, kernel_params, random_state)
     res = stein_sums(X, S, kern, return_matrix=True)

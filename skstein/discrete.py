@@ -2,7 +2,7 @@ r"""Functional API: discrete Stein operators and their kernel Stein discrepancie
 
 Discrete samples are integer arrays ``X`` of shape ``(n, D)`` with values in
 :math:`\{0, \dots, L_j - 1\}` (the model's ``n_values``); a shift
-:math:`x \pm e_j` moves coordinate ``j`` by one, cyclically (DESIGN section 3.11).
+:math:`x \pm e_j` moves coordinate ``j`` by one, cyclically.
 
 Operators
 ---------
@@ -144,8 +144,25 @@ def check_discrete_samples(X, n_values=None, name="X", min_samples=2):
     """Validate discrete samples: a 2-D array of integers in ``[0, n_values[j])``.
 
     Integer and boolean arrays are accepted, and float arrays whose values are whole
-    numbers. Returns a C-contiguous int64 array. Raises a ValueError (or TypeError for
-    a non-numeric array) that names ``name`` and says what was wrong.
+    numbers. Raises a ValueError (or TypeError for a non-numeric array) that names
+    ``name`` and says what was wrong.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+        The samples.
+    n_values : ndarray of int of shape (d,) or None, default=None
+        Domain size of each coordinate; ``None`` checks only that the values are
+        non-negative integers.
+    name : str, default="X"
+        Name used in error messages.
+    min_samples : int, default=2
+        Fewest rows accepted.
+
+    Returns
+    -------
+    ndarray of int64 of shape (n, d)
+        C-contiguous.
     """
     if X is None:
         raise TypeError(f"{name} must be an array of integers, got None.")
@@ -191,6 +208,17 @@ def bag_of_words(X, n_values):
 
     The representation on which scikit-learn's ``LatentDirichletAllocation`` is fitted,
     and the input of a relative MMD test on documents.
+
+    Parameters
+    ----------
+    X : array-like of int of shape (n, n_words)
+        Documents, one word index per entry.
+    n_values : int
+        Vocabulary size.
+
+    Returns
+    -------
+    ndarray of shape (n, n_values)
     """
     X = check_discrete_samples(X, np.full(np.shape(X)[1], int(n_values)), min_samples=1)
     return _counts(X, int(n_values)).toarray()
@@ -239,7 +267,21 @@ class DiscreteKernel:
         self.bandwidth = self.base.bandwidth
 
     def sqdist(self, X, Y, n_values):
-        """Integer squared embedded distances, shape ``(len(X), len(Y))``."""
+        """Integer squared embedded distances between the rows of ``X`` and ``Y``.
+
+        Parameters
+        ----------
+        X : ndarray of int of shape (n, d)
+            Validated samples.
+        Y : ndarray of int of shape (m, d)
+            Validated samples.
+        n_values : ndarray of int of shape (d,)
+            Domain size of each coordinate.
+
+        Returns
+        -------
+        ndarray of shape (n, m)
+        """
         return embedded_sqdist(X, Y, self.embedding, n_values)
 
     def __call__(self, X, Y, n_values):
@@ -247,7 +289,17 @@ class DiscreteKernel:
         return self.base.profile(self.sqdist(X, Y, n_values).astype(np.float64))[0]
 
     def table(self, tmax):
-        """``kappa(t)`` for ``t = 0, ..., tmax``."""
+        """``kappa(t)`` for ``t = 0, ..., tmax``.
+
+        Parameters
+        ----------
+        tmax : int
+            Largest squared embedded distance.
+
+        Returns
+        -------
+        ndarray of shape (tmax + 1,)
+        """
         return np.ascontiguousarray(
             self.base.profile(np.arange(tmax + 1, dtype=np.float64))[0], dtype=np.float64)
 
@@ -632,8 +684,22 @@ def discrete_ksd(X, model, *, operator=None, kernel="rbf", bandwidth="median",
 def discrete_stein_matrix(X, C, kernel, operator, n_values):
     """The full Stein matrix ``H[i, l] = h_p(x_i, x_l)``, diagonal included (small inputs).
 
-    ``X`` validated, ``C`` from :func:`operator_coefficients`, ``kernel`` a
-    :class:`DiscreteKernel`.
+    Parameters
+    ----------
+    X : ndarray of int of shape (n, d)
+        Validated samples.
+    C : ndarray
+        Operator coefficients from :func:`operator_coefficients`.
+    kernel : DiscreteKernel
+        The kernel.
+    operator : {"difference", "zanella-barker"}
+        The Stein operator.
+    n_values : ndarray of int of shape (d,)
+        Domain size of each coordinate.
+
+    Returns
+    -------
+    ndarray of shape (n, n)
     """
     sums = discrete_stein_sums(X, C, kernel, operator, n_values, return_matrix=True)
     H = sums.upper + sums.upper.T

@@ -239,12 +239,28 @@ def _psd_eigh(cov):
 
 
 def chi2_mixture_null(cov, n_draws, rng, *, centred=True, batch=512):
-    r"""Draws of :math:`\sum_k \lambda_k (Z_k^2 - 1)` (``centred``) or of
-    :math:`\sum_k \lambda_k Z_k^2`.
+    r"""Draws of the weighted chi-square mixture :math:`\sum_k \lambda_k (Z_k^2 - 1)`.
 
-    :math:`\lambda_k` are the eigenvalues of ``cov`` (negative rounding errors set to
-    zero). The normals come from ``rng`` in one piece, so the draws do not depend on
-    ``batch``.
+    Without centring, :math:`\sum_k \lambda_k Z_k^2`. :math:`\lambda_k` are the
+    eigenvalues of ``cov`` (negative rounding errors set to zero). The normals come
+    from ``rng`` in one piece, so the draws do not depend on ``batch``.
+
+    Parameters
+    ----------
+    cov : ndarray of shape (p, p)
+        Covariance whose eigenvalues weight the chi-squares.
+    n_draws : int
+        Number of draws.
+    rng : numpy.random.Generator
+        Source of the normals.
+    centred : bool, default=True
+        Subtract 1 from each :math:`Z_k^2`.
+    batch : int, default=512
+        Draws evaluated at once (bounds memory; the draws do not depend on it).
+
+    Returns
+    -------
+    ndarray of shape (n_draws,)
     """
     lam, _, _ = _psd_eigh(cov)
     E = rng.standard_normal((n_draws, lam.size))
@@ -270,6 +286,27 @@ def gaussian_functional_null(cov, order, n_features, dim, n_draws, rng, *, batch
     For ``order=2`` this is the weighted chi-square mixture :math:`\sum_k \lambda_k Z_k^2`
     (:func:`chi2_mixture_null`); otherwise :math:`G = U \Lambda^{1/2} Z` from the
     eigendecomposition of ``cov``. The normals come from ``rng`` in one piece.
+
+    Parameters
+    ----------
+    cov : ndarray of shape (J * D, J * D)
+        Covariance of the Gaussian :math:`G`.
+    order : {1, 2}
+        The exponent :math:`r`.
+    n_features : int
+        :math:`J`, the number of features.
+    dim : int
+        :math:`D`, the data dimension.
+    n_draws : int
+        Number of draws.
+    rng : numpy.random.Generator
+        Source of the normals.
+    batch : int, default=512
+        Draws evaluated at once (bounds memory; the draws do not depend on it).
+
+    Returns
+    -------
+    ndarray of shape (n_draws,)
     """
     if order == 2:
         return chi2_mixture_null(cov, n_draws, rng, centred=False, batch=batch)

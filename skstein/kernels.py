@@ -71,7 +71,19 @@ class _RadialKernel:
         raise NotImplementedError
 
     def profile(self, sqdist):
-        """Return :math:`\\kappa(t), \\kappa'(t), \\kappa''(t)` at squared distances ``t``."""
+        """Return :math:`\\kappa(t), \\kappa'(t), \\kappa''(t)` at squared distances ``t``.
+
+        Parameters
+        ----------
+        sqdist : array-like
+            Squared distances :math:`t = \\|x - y\\|^2`.
+
+        Returns
+        -------
+        k, k1, k2 : ndarray
+            The radial profile and its first two derivatives in ``t``, shaped like
+            ``sqdist``.
+        """
         raise NotImplementedError
 
     def __call__(self, X, Y):
@@ -148,6 +160,19 @@ class RBF(_RadialKernel):
         return (self.code, self.bandwidth, 0.0)
 
     def profile(self, sqdist):
+        """Return :math:`\\kappa(t), \\kappa'(t), \\kappa''(t)` at squared distances ``t``.
+
+        Parameters
+        ----------
+        sqdist : array-like
+            Squared distances :math:`t = \\|x - y\\|^2`.
+
+        Returns
+        -------
+        k, k1, k2 : ndarray
+            The radial profile and its first two derivatives in ``t``, shaped like
+            ``sqdist``.
+        """
         sqdist = np.asarray(sqdist, dtype=np.float64)
         inv = 1.0 / (2.0 * self.bandwidth**2)
         k = np.exp(-sqdist * inv)
@@ -182,6 +207,19 @@ class IMQ(_RadialKernel):
         return (self.code, self.bandwidth, self.beta)
 
     def profile(self, sqdist):
+        """Return :math:`\\kappa(t), \\kappa'(t), \\kappa''(t)` at squared distances ``t``.
+
+        Parameters
+        ----------
+        sqdist : array-like
+            Squared distances :math:`t = \\|x - y\\|^2`.
+
+        Returns
+        -------
+        k, k1, k2 : ndarray
+            The radial profile and its first two derivatives in ``t``, shaped like
+            ``sqdist``.
+        """
         sqdist = np.asarray(sqdist, dtype=np.float64)
         inv = 1.0 / self.bandwidth**2
         b = self.beta
@@ -268,6 +306,15 @@ def median_bandwidth_1d(U, *, max_points=1000, random_state=None):
     ``u = X g_k`` (one bandwidth per direction). As in :func:`median_bandwidth`,
     zero differences are ignored when the median would otherwise be zero. Runs in
     a parallel compiled pass (one column per iteration), ``O(m n^2)`` time.
+
+    Parameters
+    ----------
+    U : array-like of shape (n, m)
+        Projections, one column per direction.
+    max_points : int, default=1000
+        At most this many rows are used (a seeded subsample beyond).
+    random_state : None, int or Generator
+        Seeds the subsample.
 
     Returns
     -------
@@ -376,8 +423,11 @@ def bandwidth_factor_grid(U, n_factors=10, *, max_points=1000, random_state=None
         Projections (one column per direction).
     n_factors : int, default=10
         With 1 the factor is 1 (the median bandwidths).
-    max_points, random_state
-        Seeded subsample of the rows, as in :func:`median_bandwidth_1d`.
+    max_points : int, default=1000
+        At most this many rows are used (a seeded subsample beyond), as in
+        :func:`median_bandwidth_1d`.
+    random_state : None, int or Generator
+        Seeds the subsample.
 
     Returns
     -------

@@ -344,11 +344,14 @@ def model_value_and_grad(loss, model, X):
     model : object
         With ``grad_logpdf(X)`` and ``grad_logpdf_vjp(X, V)``.
     X : array-like of shape (n_samples, n_features)
+        A batch of data.
 
     Returns
     -------
     value : float
-    grad : ndarray or tuple of ndarrays, shaped like the model's parameters
+        The loss.
+    grad : ndarray or tuple of ndarrays
+        Its gradient, shaped like the model's parameters.
     """
     vjp = getattr(model, "grad_logpdf_vjp", None)
     if not callable(vjp):
@@ -444,12 +447,26 @@ class KSDLoss(BaseEstimator):
         """``(value, dL/dtheta)`` for a model with ``grad_logpdf_vjp``.
 
         See :func:`model_value_and_grad`.
+
+        Parameters
+        ----------
+        model : object
+            With ``grad_logpdf(X)`` and ``grad_logpdf_vjp(X, V)``.
+        X : array-like of shape (n_samples, n_features)
+            A batch of data.
+
+        Returns
+        -------
+        value : float
+            The loss.
+        grad : ndarray or tuple of ndarrays
+            Its gradient, shaped like the model's parameters.
         """
         return model_value_and_grad(self, model, X)
 
 
 class MaxSKSDLoss(BaseEstimator):
-    r"""maxSKSD as a training loss: the sliced KSD with directions learned alongside.
+    r"""The maxSKSD as a training loss: the sliced KSD with directions learned alongside.
 
     Each call of :meth:`value_and_grad` on a batch ``(X, S)`` takes projected ascent
     steps on the directions ``G`` (and the slices ``R`` for ``"rg"``) and returns the
@@ -621,5 +638,20 @@ class MaxSKSDLoss(BaseEstimator):
         return res
 
     def model_value_and_grad(self, model, X):
-        """``(value, dL/dtheta)`` and one ascent step (see :func:`model_value_and_grad`)."""
+        """``(value, dL/dtheta)`` and one ascent step (see :func:`model_value_and_grad`).
+
+        Parameters
+        ----------
+        model : object
+            With ``grad_logpdf(X)`` and ``grad_logpdf_vjp(X, V)``.
+        X : array-like of shape (n_samples, n_features)
+            A batch of data.
+
+        Returns
+        -------
+        value : float
+            The loss at the directions before the step.
+        grad : ndarray or tuple of ndarrays
+            Its gradient, shaped like the model's parameters.
+        """
         return model_value_and_grad(self, model, X)

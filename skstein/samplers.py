@@ -20,6 +20,7 @@ import numbers
 import numpy as np
 
 from ._numba.samplers import hmc_accept, mala_accept, sghmc_update, sghmc_update_parallel
+from ._progress import check_verbose, progress_bar
 from ._random import as_generator
 from ._validation import check_positive_float, check_positive_int
 
@@ -77,7 +78,7 @@ class _Sampler:
     """Shared chain loop: ``_step`` advances all chains once."""
 
     def sample(self, target, Z0, n_samples, *, burn_in=0, random_state=None,
-               return_acceptance=False):
+               return_acceptance=False, verbose=0):
         """Run the chains and return their states after ``burn_in`` steps.
 
         Parameters
@@ -93,6 +94,9 @@ class _Sampler:
         random_state : None, int or Generator
         return_acceptance : bool, default=False
             Also return the acceptance rate of each chain.
+        verbose : int, bool or "auto", default=0
+            A progress bar over the steps, with the time left, on standard error
+            (``"auto"``: only when it is a terminal). The draws do not depend on it.
 
         Returns
         -------
@@ -104,6 +108,7 @@ class _Sampler:
         self._check_params()
         n_samples = check_positive_int(n_samples, "n_samples")
         burn_in = check_positive_int(burn_in, "burn_in", minimum=0)
+        verbose = check_verbose(verbose)
         rng = as_generator(random_state)
         Z = np.array(Z0, dtype=np.float64, copy=True, order="C")
         if Z.ndim != 2 or not np.all(np.isfinite(Z)):
@@ -112,10 +117,13 @@ class _Sampler:
         lp, G = _evaluate(target, Z)
         accepted = np.zeros(Z.shape[0], dtype=np.int64)
         out = np.empty((n_samples,) + Z.shape)
-        for t in range(burn_in + n_samples):
-            lp, G = self._step(target, Z, lp, G, rng, accepted)
-            if t >= burn_in:
-                out[t - burn_in] = Z
+        with progress_bar(burn_in + n_samples, verbose=verbose, desc=type(self).__name__,
+                          unit="step") as bar:
+            for t in range(burn_in + n_samples):
+                lp, G = self._step(target, Z, lp, G, rng, accepted)
+                if t >= burn_in:
+                    out[t - burn_in] = Z
+                bar.update(1)
         if return_acceptance:
             return out, accepted / float(burn_in + n_samples)
         return out
@@ -375,16 +383,28 @@ class SGHMC:
             yield Z.copy()
 
     def sample(self, target, Z0, n_samples, *, burn_in=0, thin=1, random_state=None,
-               momentum=None):
+               momentum=None, verbose=0):
         """Run the chains and keep every ``thin``-th state after ``burn_in`` steps.
 
         Parameters
         ----------
-        target, Z0, random_state, momentum : see :meth:`iterate`
+        target : callable or distribution
+            As in :meth:`iterate`.
+        Z0 : array-like of shape (n_chains, d)
+            Starting states, one row per chain.
         n_samples : int
             States kept per chain.
         burn_in : int, default=0
+            Steps discarded first.
         thin : int, default=1
+            Keep every ``thin``-th state.
+        random_state : None, int or Generator
+            Seed or generator of the chains' noise.
+        momentum : array-like of shape (n_chains, d), default=None
+            Initial momenta; ``None`` draws them from N(0, I).
+        verbose : int, bool or "auto", default=0
+            A progress bar over the steps, with the time left, on standard error
+            (``"auto"``: only when it is a terminal). The draws do not depend on it.
 
         Returns
         -------
@@ -394,12 +414,15 @@ class SGHMC:
         n_samples = check_positive_int(n_samples, "n_samples")
         burn_in = check_positive_int(burn_in, "burn_in", minimum=0)
         thin = check_positive_int(thin, "thin")
+        verbose = check_verbose(verbose)
         out = []
-        steps = self.iterate(target, Z0, burn_in + n_samples * thin, random_state=random_state,
-                             momentum=momentum)
-        for t, Z in enumerate(steps, start=1):
-            if t > burn_in and (t - burn_in) % thin == 0:
-                out.append(Z)
+        n_steps = burn_in + n_samples * thin
+        steps = self.iterate(target, Z0, n_steps, random_state=random_state, momentum=momentum)
+        with progress_bar(n_steps, verbose=verbose, desc="SGHMC", unit="step") as bar:
+            for t, Z in enumerate(steps, start=1):
+                if t > burn_in and (t - burn_in) % thin == 0:
+                    out.append(Z)
+                bar.update(1)
         return np.stack(out)
 
     def __repr__(self):

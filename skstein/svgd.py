@@ -20,6 +20,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._progress import check_verbose, progress_bar, verbosity
 from ._random import as_generator
 from ._validation import (
     check_choice,
@@ -87,6 +88,7 @@ class _ParticleSampler(BaseEstimator):
         check_choice(self.optimizer, "optimizer", OPTIMIZERS)
         check_choice(self.kernel, "kernel", KERNELS)
         check_positive_int(self.history_every, "history_every")
+        check_verbose(self.verbose)
         if isinstance(self.bandwidth, str):
             check_choice(self.bandwidth, "bandwidth", BANDWIDTHS)
         else:
@@ -129,9 +131,21 @@ class _ParticleSampler(BaseEstimator):
         return self
 
     def move(self, X, n_iter=None):
-        """Move the particles ``X`` with the fitted settings; returns the new particles.
+        """Move the particles ``X`` with the fitted settings.
 
-        The estimator's state is not changed. ``n_iter`` defaults to ``self.n_iter``.
+        The estimator's state is not changed.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_particles, n_features)
+            The particles to move.
+        n_iter : int, default=None
+            Iterations; ``None`` uses ``self.n_iter``.
+
+        Returns
+        -------
+        ndarray of shape (n_particles, n_features)
+            The moved particles.
         """
         self._check_params()
         rng = as_generator(self.random_state)
@@ -147,27 +161,33 @@ class _ParticleSampler(BaseEstimator):
         state = self._init_state(X, warm, rng)
         hist = {"iteration": [], "step_norm": [], "discrepancy": [], "repulsive_force": [],
                 "variance": []}
-        for it in range(n_iter):
-            S = evaluate_score(self.target, X, "target", check_tails=False)
-            drive, repulse = self._terms(X, S, state, it, rng)
-            phi = drive
-            phi += repulse
-            phi /= X.shape[0]
-            update = opt.step(phi)
-            if it % self.history_every == 0 or it == n_iter - 1:
-                hist["iteration"].append(it)
-                hist["step_norm"].append(float(np.mean(np.linalg.norm(update, axis=1))))
-                hist["discrepancy"].append(self._discrepancy(X, S, state))
-                hist["repulsive_force"].append(
-                    float(np.mean(np.linalg.norm(repulse / X.shape[0], axis=1))))
-                hist["variance"].append(
-                    float(np.mean(X.var(axis=0, ddof=1))) if X.shape[0] > 1 else float("nan"))
-                if self.verbose:
-                    sys.stderr.write(
-                        f"[{type(self).__name__}] iter {it:5d}  step {hist['step_norm'][-1]:.3e}"
-                        f"  discrepancy {hist['discrepancy'][-1]:.4e}\n")
-            update += X
-            X = update
+        name = type(self).__name__
+        detail = verbosity(self.verbose) >= 2
+        with progress_bar(n_iter, verbose=self.verbose, desc=name) as bar:
+            for it in range(n_iter):
+                S = evaluate_score(self.target, X, "target", check_tails=False)
+                drive, repulse = self._terms(X, S, state, it, rng)
+                phi = drive
+                phi += repulse
+                phi /= X.shape[0]
+                update = opt.step(phi)
+                if it % self.history_every == 0 or it == n_iter - 1:
+                    hist["iteration"].append(it)
+                    hist["step_norm"].append(float(np.mean(np.linalg.norm(update, axis=1))))
+                    hist["discrepancy"].append(self._discrepancy(X, S, state))
+                    hist["repulsive_force"].append(
+                        float(np.mean(np.linalg.norm(repulse / X.shape[0], axis=1))))
+                    hist["variance"].append(
+                        float(np.mean(X.var(axis=0, ddof=1))) if X.shape[0] > 1
+                        else float("nan"))
+                    status = (f"step {hist['step_norm'][-1]:.3e}  "
+                              f"discrepancy {hist['discrepancy'][-1]:.4e}")
+                    bar.set_postfix_str(status)
+                    if detail:
+                        bar.write(f"[{name}] iter {it:5d}  {status}", file=sys.stderr)
+                update += X
+                X = update
+                bar.update(1)
         history = {k: np.asarray(v) for k, v in hist.items()}
         return X, n_iter, history, state
 
@@ -200,8 +220,11 @@ class SVGD(_ParticleSampler):
         Record the trace every this many iterations.
     random_state : None, int or Generator
         Only used to draw default initial particles.
-    verbose : int, default=0
-        Progress on standard error every ``history_every`` iterations.
+    verbose : int, bool or "auto", default=0
+        Progress on standard error: ``1`` (or ``True``) a bar with the time left and
+        the latest step size and discrepancy (refreshed every ``history_every``
+        iterations); ``2`` also a line per history record; ``"auto"`` the bar only
+        when standard error is a terminal. The particles do not depend on it.
 
     Attributes
     ----------
@@ -258,7 +281,19 @@ class SVGD(_ParticleSampler):
         return float(stein_sums(X, S, kern).statistic("u"))
 
     def score(self, X, y=None):
-        """Minus the KSD (U-statistic, RBF kernel, median bandwidth) of ``X`` to the target."""
+        """Minus the KSD (U-statistic, RBF kernel, median bandwidth) of ``X`` to the target.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            A set of points, e.g. particles.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        float
+        """
         X = check_samples(X)
         S = evaluate_score(self.target, X, "target")
         return -self._discrepancy(X, S, None)
@@ -324,7 +359,8 @@ class SlicedSVGD(_ParticleSampler):
         (the per-column medians cost more than an update at small N).
     history_every : int, default=10
     random_state : None, int or Generator
-    verbose : int, default=0
+    verbose : int, bool or "auto", default=0
+        As for :class:`SVGD`.
 
     Attributes
     ----------
@@ -454,6 +490,17 @@ class SlicedSVGD(_ParticleSampler):
         """Minus the sliced KSD (maxSKSD-g objective) of ``X`` along ``directions_``.
 
         Uses the identity directions when not fitted.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            A set of points, e.g. particles.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        float
         """
         X = check_samples(X)
         S = evaluate_score(self.target, X, "target")

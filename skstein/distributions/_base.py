@@ -21,15 +21,47 @@ class Distribution:
     dim = None
 
     def grad_logpdf(self, X):
-        """Score ``grad_x log p(x)`` at each row of ``X``, shape ``(n, dim)``."""
+        """Score ``grad_x log p(x)`` at each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, dim)
+            Points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n, dim)
+        """
         raise NotImplementedError
 
     def logpdf(self, X):
-        """Log density (possibly up to an additive constant) at each row of ``X``."""
+        """Log density (possibly up to an additive constant) at each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, dim)
+            Points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
         raise NotImplementedError(f"{type(self).__name__} has no logpdf.")
 
     def rvs(self, n, random_state=None):
-        """Draw ``n`` samples, shape ``(n, dim)``."""
+        """Draw ``n`` samples.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples.
+        random_state : None, int or numpy.random.Generator, default=None
+            Seed or generator of the draws.
+
+        Returns
+        -------
+        ndarray of shape (n, dim)
+        """
         raise NotImplementedError(f"{type(self).__name__} has no sampler.")
 
     def __call__(self, X):

@@ -26,18 +26,52 @@ class DiscreteDistribution:
     n_values = None
 
     def log_ratio(self, X, shift):
-        r"""``log p(x + shift e_j) - log p(x)`` for each row and coordinate, shape ``(n, dim)``.
+        """``log p(x + shift e_j) - log p(x)`` for each row and coordinate.
 
         ``shift`` is ``+1`` or ``-1`` and moves coordinate ``j`` cyclically.
+
+        Parameters
+        ----------
+        X : array-like of int of shape (n, dim)
+            Points of :math:`\\{0, \\dots, L-1\\}^D`, one per row.
+        shift : {1, -1}
+            Direction of the cyclic move of each coordinate.
+
+        Returns
+        -------
+        ndarray of shape (n, dim)
+            Entry ``(i, j)`` is :math:`\\log p(x_i + s e_j) - \\log p(x_i)`.
         """
         raise NotImplementedError
 
     def logpmf(self, X):
-        """Log probability (possibly up to an additive constant) of each row of ``X``."""
+        """Log probability (possibly up to an additive constant) of each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of int of shape (n, dim)
+            Points of :math:`\\{0, \\dots, L-1\\}^D`, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
         raise NotImplementedError(f"{type(self).__name__} has no logpmf.")
 
     def rvs(self, n, random_state=None):
-        """Draw ``n`` samples, an int64 array of shape ``(n, dim)``."""
+        """Draw ``n`` samples.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples.
+        random_state : None, int or numpy.random.Generator, default=None
+            Seed or generator of the draws.
+
+        Returns
+        -------
+        ndarray of int64 of shape (n, dim)
+        """
         raise NotImplementedError(f"{type(self).__name__} has no sampler.")
 
     def _check_X(self, X):
@@ -109,6 +143,20 @@ class Categorical(DiscreteDistribution):
         self._cum = np.cumsum(P, axis=1)
 
     def log_ratio(self, X, shift):
+        """``log p(x + shift e_j) - log p(x)`` for each row and coordinate.
+
+        Parameters
+        ----------
+        X : array-like of int of shape (n, dim)
+            Points of :math:`\\{0, \\dots, L-1\\}^D`, one per row.
+        shift : {1, -1}
+            Direction of the cyclic move of each coordinate.
+
+        Returns
+        -------
+        ndarray of shape (n, dim)
+            Entry ``(i, j)`` is :math:`\\log p(x_i + s e_j) - \\log p(x_i)`.
+        """
         X = self._check_X(X)
         shift = self._check_shift(shift)
         cols = np.arange(self.dim)[None, :]
@@ -117,11 +165,34 @@ class Categorical(DiscreteDistribution):
             return self._logp[cols, Xs] - self._logp[cols, X]
 
     def logpmf(self, X):
+        """Normalised log probability of each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of int of shape (n, dim)
+            Points of :math:`\\{0, \\dots, L-1\\}^D`, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
         X = self._check_X(X)
         return self._logp[np.arange(self.dim)[None, :], X].sum(axis=1)
 
     def rvs(self, n, random_state=None):
-        """Draw ``n`` samples by inversion of each coordinate's distribution function."""
+        """Draw ``n`` samples by inversion of each coordinate's distribution function.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples.
+        random_state : None, int or numpy.random.Generator, default=None
+            Seed or generator of the draws.
+
+        Returns
+        -------
+        ndarray of int64 of shape (n, dim)
+        """
         n = check_n(n)
         U = as_generator(random_state).random((n, self.dim))
         X = np.empty((n, self.dim), dtype=np.int64)
@@ -191,12 +262,36 @@ class BinaryRBM(DiscreteDistribution):
         self.burn_in = check_positive_int(burn_in, "burn_in", minimum=0)
 
     def logpmf(self, X):
-        """Unnormalised log probability, :math:`-F(v)`."""
+        """Unnormalised log probability :math:`-F(v)` of each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of int of shape (n, dim)
+            Points of :math:`\\{0, \\dots, L-1\\}^D`, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
         V = self._check_X(X).astype(np.float64)
         A = V @ self.components.T + self.intercept_hidden
         return V @ self.intercept_visible + _softplus(A).sum(axis=1)
 
     def log_ratio(self, X, shift):
+        """``log p(x + shift e_j) - log p(x)`` for each row and coordinate.
+
+        Parameters
+        ----------
+        X : array-like of int of shape (n, dim)
+            Points of :math:`\\{0, \\dots, L-1\\}^D`, one per row.
+        shift : {1, -1}
+            Direction of the cyclic move of each coordinate.
+
+        Returns
+        -------
+        ndarray of shape (n, dim)
+            Entry ``(i, j)`` is :math:`\\log p(x_i + s e_j) - \\log p(x_i)`.
+        """
         self._check_shift(shift)
         V = self._check_X(X).astype(np.float64)
         A = V @ self.components.T + self.intercept_hidden
@@ -209,7 +304,19 @@ class BinaryRBM(DiscreteDistribution):
         return out
 
     def rvs(self, n, random_state=None):
-        """Draw ``n`` samples: ``n`` block-Gibbs chains from uniform starts, ``burn_in`` sweeps."""
+        """Draw ``n`` samples: ``n`` block-Gibbs chains from uniform starts, ``burn_in`` sweeps.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples.
+        random_state : None, int or numpy.random.Generator, default=None
+            Seed or generator of the draws.
+
+        Returns
+        -------
+        ndarray of int64 of shape (n, dim)
+        """
         n = check_n(n)
         rng = as_generator(random_state)
         W, b, c = self.components, self.intercept_visible, self.intercept_hidden

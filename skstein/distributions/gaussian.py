@@ -52,6 +52,18 @@ class Gaussian(Distribution):
         self.cov = cov
 
     def grad_logpdf(self, X):
+        r"""Score :math:`\nabla_x \log p(x)` at each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, dim)
+            Points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n, dim)
+            The score :math:`\nabla_x \log p(x)` at each row.
+        """
         X = self._check_X(X)
         Z = X - self.mean
         if self._diag:
@@ -59,6 +71,17 @@ class Gaussian(Distribution):
         return -cho_solve(self._chol, Z.T).T
 
     def logpdf(self, X):
+        """Normalised log density at each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, dim)
+            Points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
         X = self._check_X(X)
         Z = X - self.mean
         if self._diag:
@@ -72,6 +95,19 @@ class Gaussian(Distribution):
         return -0.5 * (quad + logdet + self.dim * np.log(2 * np.pi))
 
     def rvs(self, n, random_state=None):
+        """Draw ``n`` samples.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples.
+        random_state : None, int or numpy.random.Generator, default=None
+            Seed or generator of the draws.
+
+        Returns
+        -------
+        ndarray of shape (n, dim)
+        """
         n = check_n(n)
         rng = as_generator(random_state)
         E = rng.standard_normal((n, self.dim))
@@ -87,6 +123,19 @@ def gaussian_diffusion(dim, variance=0.3, index=0):
     """The "diffusion" alternative: ``N(0, Sigma)``, ``Sigma = I`` except ``Sigma[index, index]``.
 
     Gong et al. (2021) test it against ``N(0, I)`` with ``variance=0.3``.
+
+    Parameters
+    ----------
+    dim : int
+        Dimension.
+    variance : float, default=0.3
+        The variance of coordinate ``index``.
+    index : int, default=0
+        The coordinate whose variance differs from 1.
+
+    Returns
+    -------
+    Gaussian
     """
     dim = check_dim(dim)
     if not 0 <= index < dim:

@@ -151,15 +151,45 @@ class ICA(Distribution):
         return c - (nu + 1) / 2 * np.log1p(Z * Z / nu)
 
     def sources(self, X):
-        """The unmixed sources :math:`Z = X B^\\top`."""
+        """The unmixed sources :math:`Z = X B^\\top`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, D)
+            Points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n, D)
+        """
         return self._check_X(X) @ self.unmixing.T
 
     def grad_logpdf(self, X):
-        """Score :math:`B^\\top \\psi(Bx)` at each row of ``X``, shape ``(n, D)``."""
+        """Score :math:`B^\\top \\psi(Bx)` at each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, D)
+            Points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n, D)
+        """
         return self._psi(self.sources(X)) @ self.unmixing
 
     def logpdf(self, X):
-        """Normalised log density :math:`\\sum_d \\log p_z((Bx)_d) + \\log|\\det B|`."""
+        """Normalised log density :math:`\\sum_d \\log p_z((Bx)_d) + \\log|\\det B|`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, D)
+            Points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
         _, logdet = np.linalg.slogdet(self.unmixing)
         return self._source_logpdf(self.sources(X)).sum(axis=1) + logdet
 
@@ -169,6 +199,7 @@ class ICA(Distribution):
         Parameters
         ----------
         X : array-like of shape (n, D)
+            Points, one per row.
         V : array-like of shape (n, D)
             Cotangents of the scores, e.g. ``dL/dS`` of a Stein loss.
 
@@ -189,13 +220,35 @@ class ICA(Distribution):
         return out
 
     def grad_loglik(self, X):
-        """Gradient of the mean log-likelihood of ``X`` in the unmixing matrix, ``(D, D)``."""
+        """Gradient of the mean log-likelihood of ``X`` in the unmixing matrix.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, D)
+            Points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (D, D)
+        """
         X = self._check_X(X)
         B = self.unmixing
         return self._psi(X @ B.T).T @ X / X.shape[0] + np.linalg.inv(B).T
 
     def rvs(self, n, random_state=None):
-        """Draw ``n`` samples ``x = W z``, shape ``(n, D)``."""
+        """Draw ``n`` samples ``x = W z``.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples.
+        random_state : None, int or numpy.random.Generator, default=None
+            Seed or generator of the draws.
+
+        Returns
+        -------
+        ndarray of shape (n, D)
+        """
         rng = as_generator(random_state)
         n = check_n(n)
         if self.base == "laplace":

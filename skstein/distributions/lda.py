@@ -97,10 +97,25 @@ class LDA:
 
     @property
     def n_words(self):
+        """Words per document (``dim``), or None when not set."""
         return self.dim
 
     def rvs(self, n, random_state=None, n_words=None):
-        """Draw ``n`` documents of ``n_words`` words (default: the model's), int64 ``(n, D)``."""
+        """Draw ``n`` documents of ``n_words`` words.
+
+        Parameters
+        ----------
+        n : int
+            Number of documents.
+        random_state : None, int or numpy.random.Generator, default=None
+            Seed or generator of the draws.
+        n_words : int, default=None
+            Words per document; ``None`` uses the model's.
+
+        Returns
+        -------
+        ndarray of int64 of shape (n, n_words)
+        """
         n = check_n(n)
         D = self.dim if n_words is None else check_positive_int(n_words, "n_words")
         if D is None:

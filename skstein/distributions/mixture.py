@@ -90,10 +90,33 @@ class GaussianMixture(Distribution):
         return log_joint, D
 
     def logpdf(self, X):
+        """Normalised log density at each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, dim)
+            Points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
         X = self._check_X(X)
         return logsumexp(self._component_terms(X)[0], axis=1)
 
     def grad_logpdf(self, X):
+        r"""Score :math:`\nabla_x \log p(x)` at each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, dim)
+            Points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n, dim)
+            The score :math:`\nabla_x \log p(x)` at each row.
+        """
         X = self._check_X(X)
         log_joint, D = self._component_terms(X)
         R = np.exp(log_joint - logsumexp(log_joint, axis=1, keepdims=True))
@@ -101,12 +124,35 @@ class GaussianMixture(Distribution):
         return -np.einsum("nk,kne,kde->nd", R, D, self._prec_chol)
 
     def predict_proba(self, X):
-        """Responsibilities :math:`r_k(x)`, shape ``(n, n_components)``."""
+        """Responsibilities :math:`r_k(x)` of the components at each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, dim)
+            Points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n, n_components)
+        """
         X = self._check_X(X)
         log_joint, _ = self._component_terms(X)
         return np.exp(log_joint - logsumexp(log_joint, axis=1, keepdims=True))
 
     def rvs(self, n, random_state=None):
+        """Draw ``n`` samples.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples.
+        random_state : None, int or numpy.random.Generator, default=None
+            Seed or generator of the draws.
+
+        Returns
+        -------
+        ndarray of shape (n, dim)
+        """
         n = check_n(n)
         rng = as_generator(random_state)
         comp = rng.choice(self.n_components, size=n, p=self.weights)
@@ -152,12 +198,48 @@ class AffineTransformed(Distribution):
         return self._check_X(X) * self.scale + self.shift
 
     def grad_logpdf(self, X):
+        r"""Score :math:`\nabla_x \log p(x)` at each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, dim)
+            Points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n, dim)
+            The score :math:`\nabla_x \log p(x)` at each row.
+        """
         return self.scale * self.base.grad_logpdf(self._forward(X))
 
     def logpdf(self, X):
+        """Log density at each row of ``X`` (normalised if the base's is).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, dim)
+            Points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
         return self.base.logpdf(self._forward(X)) + np.sum(np.log(np.abs(self.scale)))
 
     def rvs(self, n, random_state=None):
+        """Draw ``n`` samples.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples.
+        random_state : None, int or numpy.random.Generator, default=None
+            Seed or generator of the draws.
+
+        Returns
+        -------
+        ndarray of shape (n, dim)
+        """
         Y = np.asarray(self.base.rvs(n, random_state=random_state), dtype=np.float64)
         return (Y - self.shift) / self.scale
 

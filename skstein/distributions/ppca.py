@@ -88,15 +88,47 @@ class PPCA(Distribution):
 
     # -- marginal --------------------------------------------------------------
     def grad_logpdf(self, X):
-        """Exact marginal score :math:`-C^{-1}(x - \\mu)`, shape ``(n, dim)``."""
+        """Exact marginal score :math:`-C^{-1}(x - \\mu)` at each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, dim)
+            Points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n, dim)
+        """
         return self._marginal.grad_logpdf(self._check_X(X))
 
     def logpdf(self, X):
-        """Exact marginal log density."""
+        """Exact marginal log density at each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, dim)
+            Points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
         return self._marginal.logpdf(self._check_X(X))
 
     def rvs(self, n, random_state=None):
-        """Draw ``n`` samples through the latent variables."""
+        """Draw ``n`` samples through the latent variables.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples.
+        random_state : None, int or numpy.random.Generator, default=None
+            Seed or generator of the draws.
+
+        Returns
+        -------
+        ndarray of shape (n, dim)
+        """
         n = check_n(n)
         rng = as_generator(random_state)
         Z = rng.standard_normal((n, self.latent_dim))
@@ -112,14 +144,35 @@ class PPCA(Distribution):
     def grad_logpdf_conditional(self, X, Z):
         """Conditional score :math:`-\\Psi^{-1}(x_i - W z_i - \\mu)` of :math:`p(x_i | z_i)`.
 
-        Returns an array of shape ``(n, dim)``; row ``i`` of ``Z`` is the latent of ``x_i``.
+        Parameters
+        ----------
+        X : array-like of shape (n, dim)
+            Points, one per row.
+        Z : array-like of shape (n, latent_dim)
+            Row ``i`` is the latent variable of ``x_i``.
+
+        Returns
+        -------
+        ndarray of shape (n, dim)
         """
         X = self._check_X(X)
         Z = self._check_Z(Z, X.shape[0])
         return -(X - self.mean - Z @ self.W.T) / self._psi
 
     def posterior_mean_cov(self, X):
-        """Posterior mean ``(n, latent_dim)`` and covariance ``(latent_dim, latent_dim)``."""
+        """Posterior mean and covariance of the latent variable of each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, dim)
+            Points, one per row.
+
+        Returns
+        -------
+        mean : ndarray of shape (n, latent_dim)
+        cov : ndarray of shape (latent_dim, latent_dim)
+            Shared by all rows.
+        """
         X = self._check_X(X)
         cov = cho_solve(self._prec_chol, np.eye(self.latent_dim))
         return cho_solve(self._prec_chol, self._WtPinv @ (X - self.mean).T).T, cov
@@ -127,8 +180,16 @@ class PPCA(Distribution):
     def posterior_target(self, X):
         """The MCMC target of the posteriors of the rows of ``X``.
 
-        Returns a callable ``Z -> (log p(x_i, z_i) + const, grad_z)``, with row ``i``
-        of ``Z`` the latent variable of ``x_i``.
+        Parameters
+        ----------
+        X : array-like of shape (n, dim)
+            Points, one per row.
+
+        Returns
+        -------
+        callable
+            ``Z -> (log p(x_i, z_i) + const, grad_z)``, with row ``i`` of ``Z`` the
+            latent variable of ``x_i``.
         """
         X = self._check_X(X)
         B = (X - self.mean) @ self._WtPinv.T  # W^T Psi^-1 (x - mu), per row
@@ -147,6 +208,21 @@ class PPCA(Distribution):
         needed and ignored); with an MCMC sampler they are the successive states of
         one chain per row, started at the sampler's ``init`` and returned after
         ``burn_in`` steps.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, dim)
+            The observed points.
+        n_samples : int
+            Draws per row.
+        random_state : None, int or numpy.random.Generator, default=None
+            Seed or generator of the draws.
+        burn_in : int, default=0
+            MCMC steps discarded first.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n, latent_dim)
         """
         X = self._check_X(X)
         n_samples = check_n(n_samples)
@@ -169,7 +245,17 @@ class PPCA(Distribution):
                                    random_state=chain_rng)
 
     def with_sampler(self, sampler):
-        """A copy of this model whose posterior is drawn by ``sampler``."""
+        """A copy of this model whose posterior is drawn by ``sampler``.
+
+        Parameters
+        ----------
+        sampler : "exact" or sampler
+            As the ``sampler`` parameter of :class:`PPCA`.
+
+        Returns
+        -------
+        PPCA
+        """
         return PPCA(self.W, self.noise_variance, self.mean, sampler)
 
     def _check_Z(self, Z, n):

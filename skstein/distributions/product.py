@@ -33,14 +33,50 @@ class Laplace(Distribution):
         self.scale = check_positive_float(scale, "scale")
 
     def grad_logpdf(self, X):
+        r"""Score :math:`\nabla_x \log p(x)` at each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, dim)
+            Points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n, dim)
+            The score :math:`\nabla_x \log p(x)` at each row.
+        """
         X = self._check_X(X)
         return -np.sign(X - self.loc) / self.scale
 
     def logpdf(self, X):
+        """Normalised log density at each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, dim)
+            Points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
         X = self._check_X(X)
         return -np.sum(np.abs(X - self.loc), axis=1) / self.scale - self.dim * np.log(2 * self.scale)
 
     def rvs(self, n, random_state=None):
+        """Draw ``n`` samples.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples.
+        random_state : None, int or numpy.random.Generator, default=None
+            Seed or generator of the draws.
+
+        Returns
+        -------
+        ndarray of shape (n, dim)
+        """
         rng = as_generator(random_state)
         return rng.laplace(self.loc, self.scale, size=(check_n(n), self.dim))
 
@@ -68,16 +104,52 @@ class StudentT(Distribution):
         self.scale = check_positive_float(scale, "scale")
 
     def grad_logpdf(self, X):
+        r"""Score :math:`\nabla_x \log p(x)` at each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, dim)
+            Points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n, dim)
+            The score :math:`\nabla_x \log p(x)` at each row.
+        """
         Z = (self._check_X(X) - self.loc) / self.scale
         return -(self.df + 1.0) * Z / (self.df + Z * Z) / self.scale
 
     def logpdf(self, X):
+        """Normalised log density at each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, dim)
+            Points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
         Z = (self._check_X(X) - self.loc) / self.scale
         nu = self.df
         c = gammaln((nu + 1) / 2) - gammaln(nu / 2) - 0.5 * np.log(nu * np.pi) - np.log(self.scale)
         return np.sum(c - (nu + 1) / 2 * np.log1p(Z * Z / nu), axis=1)
 
     def rvs(self, n, random_state=None):
+        """Draw ``n`` samples.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples.
+        random_state : None, int or numpy.random.Generator, default=None
+            Seed or generator of the draws.
+
+        Returns
+        -------
+        ndarray of shape (n, dim)
+        """
         rng = as_generator(random_state)
         return self.loc + self.scale * rng.standard_t(self.df, size=(check_n(n), self.dim))
 

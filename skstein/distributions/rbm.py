@@ -63,11 +63,33 @@ class GaussBernRBM(Distribution):
         return 0.5 * (X @ self.B) + self.c
 
     def grad_logpdf(self, X):
+        r"""Score :math:`\nabla_x \log p(x)` at each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, dim)
+            Points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n, dim)
+            The score :math:`\nabla_x \log p(x)` at each row.
+        """
         X = self._check_X(X)
         return self.b - X + 0.5 * np.tanh(self._activation(X)) @ self.B.T
 
     def logpdf(self, X):
-        """Unnormalised log density (``log Z`` omitted)."""
+        """Unnormalised log density (``log Z`` omitted) at each row of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, dim)
+            Points, one per row.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
         X = self._check_X(X)
         A = self._activation(X)
         return X @ self.b - 0.5 * np.sum(X * X, axis=1) + np.sum(np.logaddexp(A, -A), axis=1)
@@ -82,6 +104,19 @@ class GaussBernRBM(Distribution):
 
         All randomness is drawn in NumPy from ``random_state`` (``chunk`` sweeps at a
         time), so samples do not depend on the number of threads.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples (chains).
+        random_state : None, int or numpy.random.Generator, default=None
+            Seed or generator of the draws.
+        chunk : int, default=100
+            Sweeps whose random numbers are drawn at once (bounds memory).
+
+        Returns
+        -------
+        ndarray of shape (n, dim)
         """
         n = check_n(n)
         rng = as_generator(random_state)
@@ -104,6 +139,20 @@ class GaussBernRBM(Distribution):
         iterator yields a copy of the ``(n, dx)`` state after each of ``n_sweeps``
         sweeps: the burn-in states, for training on pseudo-samples as in
         ``MaxSKSDTest.partial_fit``.
+
+        Parameters
+        ----------
+        n : int
+            Number of chains.
+        n_sweeps : int
+            Number of sweeps (states yielded).
+        random_state : None, int or numpy.random.Generator, default=None
+            Seed or generator of the draws.
+
+        Yields
+        ------
+        ndarray of shape (n, dim)
+            The state of the chains after each sweep.
 
         Examples
         --------

@@ -33,14 +33,41 @@ EXPERIMENTS = {
 
 
 def reproduce(name, *, out_dir="skstein_results", quick=False, n_trials=None, n_jobs=None,
-              random_state=0, verbose=0, methods=None):
+              random_state=0, verbose="auto", methods=None):
     """Run the experiment ``name``; write ``<out_dir>/<name>.csv`` and ``.png``.
 
-    ``methods`` (a sequence of names) selects the tests of experiments whose ``run``
-    takes a ``methods`` argument; ``None`` runs their default set.
+    Parameters
+    ----------
+    name : str
+        A key of ``EXPERIMENTS`` (``skstein reproduce --list``).
+    out_dir : str or path, default="skstein_results"
+        Folder of the CSV and the plot (created if needed); ``-quick`` is appended
+        to the file names of a quick run.
+    quick : bool, default=False
+        The experiment's small, CI-sized configuration.
+    n_trials : int, default=None
+        Trials per setting; ``None`` keeps the experiment's own number.
+    n_jobs : int, default=None
+        joblib workers, as in :func:`run_trials`.
+    random_state : int, default=0
+        Root seed; the same seed gives the same numbers for any ``n_jobs``.
+    verbose : int, bool or "auto", default="auto"
+        Progress bars with the time left on standard error, one per setting (see
+        :func:`run_trials`); ``"auto"``: only when standard error is a terminal.
+    methods : sequence of str, default=None
+        Selects the tests of experiments whose ``run`` takes a ``methods`` argument
+        (``None``: their default set); a ValueError for the others.
 
-    Returns ``(rows, csv_path, png_path, seconds)``; ``png_path`` is None without
-    matplotlib.
+    Returns
+    -------
+    rows : list of dict
+        The experiment's rows.
+    csv_path : str
+        Where the rows were written.
+    png_path : str or None
+        The plot; None without matplotlib.
+    seconds : float
+        Run time of the experiment (without writing the outputs).
     """
     if name not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {name!r}; choose from {sorted(EXPERIMENTS)}.")

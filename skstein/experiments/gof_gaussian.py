@@ -102,8 +102,8 @@ def run_trial(seed, case, dim, method, n_samples, n_bootstrap):
             "seconds": time.perf_counter() - t0}
 
 
-def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, cases=CASES,
-        dims=None, methods=None, methods_=None):
+def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="auto",
+        cases=CASES, dims=None, methods=None, methods_=None):
     """Run the experiment; returns one row (dict) per (case, dim, method).
 
     ``methods`` (``methods_`` is an older spelling) selects tests by name; the default
@@ -128,7 +128,8 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, c
         for method in methods:
             out = run_trials(run_trial, cfg["n_trials"],
                              args=(case, dim, method, cfg["n_samples"], cfg["n_bootstrap"]),
-                             random_state=root, n_jobs=n_jobs, verbose=verbose)
+                             random_state=root, n_jobs=n_jobs, verbose=verbose,
+                             desc=f"{case} d={dim} {method}")
             rows.append({
                 "case": case,
                 "dim": dim,

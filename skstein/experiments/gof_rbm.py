@@ -131,7 +131,7 @@ def run_trial(seed, sigma, cfg, methods, protocol="standard"):
     return out
 
 
-def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, sigmas=None,
+def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="auto", sigmas=None,
         methods=None, protocol="standard"):
     """Run the experiment; one row per (sigma, method).
 
@@ -157,7 +157,8 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, s
     for sigma, root in zip(cfg["sigmas"], roots):
         out = run_trials(run_trial, cfg["n_trials"],
                          args=(sigma, cfg, tuple(methods), protocol),
-                         random_state=root, n_jobs=n_jobs, verbose=verbose)
+                         random_state=root, n_jobs=n_jobs, verbose=verbose,
+                         desc=f"sigma={sigma:g}")
         for method in methods:
             learned = method.startswith("maxSKSD")
             if not learned:

@@ -127,7 +127,7 @@ def run_trial(seed, case, dim, cfg, methods):
     return out
 
 
-def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, cases=CASES,
+def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="auto", cases=CASES,
         dims=None, methods=METHODS):
     """Run the experiment; one row per (case, dim, method)."""
     cfg = dict(QUICK if quick else FULL)
@@ -140,7 +140,8 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, c
     rows = []
     for (case, dim), root in zip(settings, roots):
         out = run_trials(run_trial, cfg["n_trials"], args=(case, dim, cfg, tuple(methods)),
-                         random_state=root, n_jobs=n_jobs, verbose=verbose)
+                         random_state=root, n_jobs=n_jobs, verbose=verbose,
+                         desc=f"{case} d={dim}")
         for method in methods:
             rows.append({
                 "case": case, "dim": dim, "method": method, "n_samples": cfg["n_samples"],

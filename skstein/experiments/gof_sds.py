@@ -57,7 +57,8 @@ def run_trial(seed, kind, shift, cfg, methods):
     return out
 
 
-def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, methods=METHODS):
+def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0,
+        verbose="auto", methods=METHODS):
     """Run the experiment; one row per (kind, shift, method)."""
     cfg = dict(QUICK if quick else FULL)
     if n_trials is not None:
@@ -67,7 +68,8 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, m
     rows = []
     for (kind, shift), root in zip(settings, roots):
         out = run_trials(run_trial, cfg["n_trials"], args=(kind, shift, cfg, tuple(methods)),
-                         random_state=root, n_jobs=n_jobs, verbose=verbose)
+                         random_state=root, n_jobs=n_jobs, verbose=verbose,
+                         desc=f"{kind} shift={shift:g}")
         for method in methods:
             rows.append({
                 "kind": kind,

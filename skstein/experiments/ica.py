@@ -160,7 +160,7 @@ def _run_trial(method, key, cfg, base):
 
 
 def run(*, quick=False, dims=None, n_seeds=None, random_state=0, n_jobs=None, n_trials=None,
-        verbose=0, methods=METHODS, n_steps=None, base="student-t", bandwidth_every=None,
+        verbose="auto", methods=METHODS, n_steps=None, base="student-t", bandwidth_every=None,
         maxsksd_order=None):
     """Train every method for every dimension and seed; one row per run.
 
@@ -214,7 +214,8 @@ def run(*, quick=False, dims=None, n_seeds=None, random_state=0, n_jobs=None, n_
     settings = [(method, (int(random_state), dim, seed), cfg, base)
                 for dim in sorted(cfg["dims"], reverse=True)  # longest runs first
                 for seed in range(cfg["n_seeds"]) for method in methods]
-    rows = run_settings(run_trial, settings, random_state=0, n_jobs=n_jobs, verbose=verbose)
+    rows = run_settings(run_trial, settings, random_state=0, n_jobs=n_jobs, verbose=verbose,
+                        desc="ica")
     return sorted(rows, key=lambda r: (r["dim"], r["seed"], methods.index(r["method"])))
 
 

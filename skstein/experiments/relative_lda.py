@@ -152,7 +152,7 @@ def run_trial(seed, case, n, methods, chain_scale=1.0):
     return out
 
 
-def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, cases=CASES,
+def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="auto", cases=CASES,
         methods=METHODS, ns=None):
     """Run the experiment; one row per (case, n, method).
 
@@ -174,7 +174,8 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, c
         root = np.random.SeedSequence(base.entropy, spawn_key=(CASES.index(case), n))
         out = run_trials(run_trial, cfg["n_trials"],
                          args=(case, n, tuple(methods), cfg["chain_scale"]),
-                         random_state=root, n_jobs=n_jobs, verbose=verbose)
+                         random_state=root, n_jobs=n_jobs, verbose=verbose,
+                         desc=f"{case} n={n}")
         for k, method in enumerate(methods):
             z = np.array([trial[k]["zscore"] for trial in out])
             rows.append({

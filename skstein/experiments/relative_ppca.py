@@ -121,7 +121,7 @@ def run_trial(seed, case, n, methods, n_posterior_samples, burn_in):
     return out
 
 
-def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, cases=CASES,
+def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="auto", cases=CASES,
         methods=METHODS, ns=None):
     """Run the experiment; one row per (case, n, method)."""
     cfg = dict(QUICK if quick else FULL)
@@ -136,7 +136,8 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, c
         out = run_trials(run_trial, cfg["n_trials"],
                          args=(case, n, tuple(methods), cfg["n_posterior_samples"],
                                cfg["burn_in"]),
-                         random_state=root, n_jobs=n_jobs, verbose=verbose)
+                         random_state=root, n_jobs=n_jobs, verbose=verbose,
+                         desc=f"{case} n={n}")
         for k, method in enumerate(methods):
             rows.append({
                 "case": case, "n": n, "method": method, "n_trials": len(out),

@@ -88,14 +88,15 @@ def run_trial(seed, n, burn_ins, ms, alpha=0.05):
     return out
 
 
-def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0):
+def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="auto"):
     """Run the study; one row per (m, burn-in)."""
     cfg = dict(QUICK if quick else FULL)
     if n_trials is not None:
         cfg["n_trials"] = n_trials
     out = run_trials(run_trial, cfg["n_trials"],
                      args=(cfg["n"], tuple(cfg["burn_ins"]), tuple(cfg["ms"])),
-                     random_state=random_state, n_jobs=n_jobs, verbose=verbose)
+                     random_state=random_state, n_jobs=n_jobs, verbose=verbose,
+                     desc="relative-sampler")
     rows = []
     for k, first in enumerate(out[0]):
         rows.append({

@@ -112,7 +112,7 @@ def _run_trial(key, step_size, cfg):
     return {"X": X, "chains": chains, "tests": tests, "kl": kl_gaussian_fit(X, cov)}
 
 
-def run(*, quick=False, n_seeds=None, random_state=0, n_jobs=None, n_trials=None, verbose=0,
+def run(*, quick=False, n_seeds=None, random_state=0, n_jobs=None, n_trials=None, verbose="auto",
         step_sizes=None):
     """Run the study; one row per (seed, method, step size).
 
@@ -147,7 +147,8 @@ def run(*, quick=False, n_seeds=None, random_state=0, n_jobs=None, n_trials=None
         random_state = int(np.random.default_rng(random_state).integers(2**31))
     settings = [((int(random_state), seed), float(eps), cfg)
                 for seed in range(cfg["n_seeds"]) for eps in cfg["step_sizes"]]
-    outs = run_settings(run_trial, settings, random_state=0, n_jobs=n_jobs, verbose=verbose)
+    outs = run_settings(run_trial, settings, random_state=0, n_jobs=n_jobs, verbose=verbose,
+                        desc="sghmc-stepsize")
     rows = []
     for seed in range(cfg["n_seeds"]):
         key = (int(random_state), seed)

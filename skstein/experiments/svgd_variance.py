@@ -132,7 +132,7 @@ def _settings(cfg, parts):
     return settings
 
 
-def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, parts=PARTS):
+def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="auto", parts=PARTS):
     """One run per setting of each part; ``n_trials`` overrides the iterations of all parts."""
     cfg = dict(QUICK if quick else FULL)
     if n_trials is not None:
@@ -141,7 +141,7 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose=0, p
     if unknown:
         raise ValueError(f"parts must be among {PARTS}, got {sorted(unknown)}.")
     return run_settings(run_trial, _settings(cfg, parts), random_state=random_state,
-                        n_jobs=n_jobs, verbose=verbose)
+                        n_jobs=n_jobs, verbose=verbose, desc="svgd-variance")
 
 
 def plot(rows, path):

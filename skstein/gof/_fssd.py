@@ -308,14 +308,38 @@ class FSSDTest(BaselineTestMixin, BaseEstimator):
         )
 
     def discrepancy(self, X):
-        """:math:`\\widehat{\\mathrm{FSSD}^2_u}` of ``X`` at the locations (no factor ``n``)."""
+        """:math:`\\widehat{\\mathrm{FSSD}^2_u}` of ``X`` at the locations (no factor ``n``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+
+        Returns
+        -------
+        float
+        """
         X, S, V, kern = self._prepare(X, as_generator(self.random_state).spawn(2)[0])
         return float(fssd_moments(X, S, V, kern, second=False,
                                   max_memory=self.max_memory).ustat())
 
     def score(self, X, y=None):
-        r"""Power criterion :math:`\widehat{\mathrm{FSSD}^2_u} / \sqrt{\hat\sigma^2_{H_1} +
-        \mathrm{reg}}` on ``X`` (higher = more power; what FSSD-opt maximises)."""
+        r"""Power criterion of the test on ``X`` (higher = more power).
+
+        :math:`\widehat{\mathrm{FSSD}^2_u} / \sqrt{\hat\sigma^2_{H_1} + \mathrm{reg}}`,
+        what FSSD-opt maximises.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        float
+        """
         X, S, V, kern = self._prepare(X, as_generator(self.random_state).spawn(2)[0])
         mom = fssd_moments(X, S, V, kern, max_memory=self.max_memory)
         return float(fssd_power_criterion(mom, self.reg))

@@ -252,6 +252,15 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         """The squared KSD of ``X`` to the model (the test statistic).
 
         For an aggregated test, the array of the statistics at each bandwidth.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+
+        Returns
+        -------
+        float or ndarray of shape (n_bandwidths,)
         """
         if _discrete.discrete_operator(self) is not None:
             return _discrete.discrepancy(self, X)
@@ -266,6 +275,17 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         ``kernel`` therefore picks the most powerful test. See
         :meth:`skstein.discrepancy.SteinSums.power_criterion`. For an aggregated
         test, the largest criterion over the collection.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        float
         """
         if _discrete.discrete_operator(self) is not None:
             return _discrete.score(self, X)

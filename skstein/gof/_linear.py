@@ -137,7 +137,19 @@ class LinearKSDTest(BaselineTestMixin, BaseEstimator):
         make_kernel(self.kernel, 1.0, self.kernel_params)
 
     def fit(self, X, y=None):
-        """Resolve the bandwidth on ``X``; returns ``self``."""
+        """Resolve the bandwidth on ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        self
+        """
         self._check_params()
         X = self._validate_X(X, reset=True)
         self.bandwidth_ = resolve_bandwidth(X, self.bandwidth,
@@ -162,6 +174,11 @@ class LinearKSDTest(BaselineTestMixin, BaseEstimator):
 
     def test(self, X):
         """Run the test on ``X`` (at least 4 samples).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
 
         Returns
         -------
@@ -196,12 +213,35 @@ class LinearKSDTest(BaselineTestMixin, BaseEstimator):
         )
 
     def discrepancy(self, X):
-        """The linear-time KSD estimate of ``X`` (the test statistic)."""
+        """The linear-time KSD estimate of ``X`` (the test statistic).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+
+        Returns
+        -------
+        float
+        """
         return float(np.mean(self._terms(X)[0]))
 
     def score(self, X, y=None):
-        r"""Power criterion :math:`\widehat{\mathrm{KSD}^2_l} / \hat s` (mean over standard
-        deviation of the terms; 0 when they do not vary)."""
+        r"""Power criterion :math:`\widehat{\mathrm{KSD}^2_l} / \hat s` on ``X``.
+
+        The mean over the standard deviation of the terms; 0 when they do not vary.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        float
+        """
         H = self._terms(X, min_samples=4)[0]
         sd = float(np.std(H, ddof=1))
         return float(np.mean(H) / sd) if sd > 0 else 0.0

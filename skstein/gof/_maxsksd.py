@@ -40,7 +40,7 @@ __all__ = ["MaxSKSDTest"]
 
 
 class MaxSKSDTest(SteinTestMixin, BaseEstimator):
-    r"""maxSKSD goodness-of-fit test (Gong, Li & Hernández-Lobato 2021, Algorithm 1).
+    r"""The maxSKSD goodness-of-fit test (Gong, Li & Hernández-Lobato 2021, Algorithm 1).
 
     The statistic is the sliced kernel Stein discrepancy along learned directions:
     for ``m`` pairs of a slice :math:`r_k` (which component of the score is tested)
@@ -431,6 +431,15 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
         ``X`` and the value is computed on the rest, as in :meth:`test`. For an
         aggregated test, the array of its statistics (candidate sets of directions,
         times bandwidth factors), in the order of the result's ``labels``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+
+        Returns
+        -------
+        float or ndarray
         """
         sums, aggregated = self._all_sums(X)
         values = np.array([s.statistic(self.statistic) for s in sums])
@@ -443,6 +452,17 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
         ``n_slices`` fits the directions on each training fold and scores them on
         the held-out fold. See :meth:`skstein.discrepancy.SteinSums.power_criterion`.
         For an aggregated test, the largest criterion over the collection.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        float
         """
         sums, _ = self._all_sums(X)
         return float(max(s.power_criterion() for s in sums))

@@ -184,7 +184,19 @@ class MMDGOFTest(BaselineTestMixin, BaseEstimator):
         return Y
 
     def fit(self, X, y=None):
-        """Resolve the bandwidth on ``X`` pooled with a model sample; returns ``self``."""
+        """Resolve the bandwidth on ``X`` pooled with a model sample.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        self
+        """
         self._check_params()
         X = self._validate_X(X, reset=True)
         sample_rng, bw_rng, _ = as_generator(self.random_state).spawn(3)
@@ -208,6 +220,11 @@ class MMDGOFTest(BaselineTestMixin, BaseEstimator):
 
     def test(self, X):
         """Run the test on ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
 
         Returns
         -------
@@ -234,11 +251,33 @@ class MMDGOFTest(BaselineTestMixin, BaseEstimator):
         )
 
     def discrepancy(self, X):
-        """:math:`\\widehat{\\mathrm{MMD}^2_u}` between ``X`` and a model sample."""
+        """:math:`\\widehat{\\mathrm{MMD}^2_u}` between ``X`` and a model sample.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+
+        Returns
+        -------
+        float
+        """
         K0, n, _, _ = self._pooled(X, as_generator(self.random_state))
         return float(_pooled_mmd(K0, n))
 
     def score(self, X, y=None):
-        """Power criterion ``MMD_u^2 / sigma_H1`` (see :func:`mmd_power_criterion`)."""
+        """Power criterion ``MMD_u^2 / sigma_H1`` on ``X`` (see ``mmd_power_criterion``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        float
+        """
         K0, n, _, _ = self._pooled(X, as_generator(self.random_state))
         return float(mmd_power_criterion(K0, n))

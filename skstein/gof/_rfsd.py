@@ -173,7 +173,19 @@ class RFSDTest(BaselineTestMixin, BaseEstimator):
                                     nu_df=float(self.nu_df))
 
     def fit(self, X, y=None):
-        """Draw the random features, centred and scaled on ``X``; returns ``self``."""
+        """Draw the random features, centred and scaled on ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        self
+        """
         self._check_params()
         X = self._validate_X(X, reset=True)
         rng = as_generator(self.random_state)
@@ -204,6 +216,11 @@ class RFSDTest(BaselineTestMixin, BaseEstimator):
 
     def test(self, X):
         """Run the test on ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
 
         Returns
         -------
@@ -265,6 +282,15 @@ class RFSDTest(BaselineTestMixin, BaseEstimator):
         """:math:`\\mathrm{R\\Phi SD}^2` of ``X`` with the fitted (or freshly drawn) features.
 
         Can underflow to 0 or overflow to ``inf`` in high dimension (see :meth:`test`).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+
+        Returns
+        -------
+        float
         """
         X, S, feats = self._prepare(X, as_generator(self.random_state).spawn(3)[0])
         shift = rfsd_log_shift(X, feats, max_memory=self.max_memory)
@@ -283,6 +309,17 @@ class RFSDTest(BaselineTestMixin, BaseEstimator):
         :math:`2 (\sum_j |\bar\Xi_{ja}|)\,\mathrm{sign}(\bar\Xi_{ja})` for :math:`r = 1`).
         The ratio does not depend on the rescaling of the features; 0 when the variance
         vanishes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        float
         """
         X, S, feats = self._prepare(X, as_generator(self.random_state).spawn(3)[0])
         shift = rfsd_log_shift(X, feats, max_memory=self.max_memory)

@@ -70,8 +70,38 @@ def relative_ksd(X, model_p, model_q, *, kernel="imq", bandwidth="aggregate", n_
                  max_memory=DEFAULT_MAX_MEMORY):
     """Relative KSD test of ``model_p`` against ``model_q`` on the sample ``X``.
 
-    The function behind :class:`RelativeKSDTest` (``discrepancy="ksd"``); parameters
-    as there. Same ``random_state``, same result as the estimator.
+    The function behind :class:`RelativeKSDTest` (``discrepancy="ksd"``); the
+    parameters mean what they mean there. Same ``random_state``, same result as the
+    estimator.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        The data, a sample of R.
+    model_p, model_q : distribution, callable or latent-variable model
+        The two candidate models. H0 says P is at least as good as Q.
+    kernel : {"imq", "rbf"}, default="imq"
+        Base kernel, shared by the two statistics.
+    bandwidth : "aggregate", "median", float or array-like, default="aggregate"
+        The bandwidth rule or value, or a collection to aggregate over.
+    n_bandwidths : int, default=10
+        Size of the collection for ``bandwidth="aggregate"``.
+    kernel_params : dict, default=None
+        Extra kernel parameters, e.g. ``{"beta": -0.5}`` for IMQ.
+    variance : {"jackknife", "ustat"}, default="jackknife"
+        Estimator of the standard deviation of the difference.
+    alpha : float, default=0.05
+        Significance level.
+    model_score : {"auto", "exact", "posterior"}, default="auto"
+        How the models' scores are obtained.
+    n_posterior_samples : int, default=500
+        Posterior draws per data point for posterior scores.
+    burn_in : int, default=200
+        Leading posterior draws discarded.
+    random_state : None, int or numpy.random.Generator, default=None
+        Seeds the posterior draws and the simulated threshold.
+    max_memory : int, default=64 MiB
+        Memory budget in bytes for the Stein-kernel temporaries.
 
     Returns
     -------
@@ -120,7 +150,7 @@ def _method_name(discrepancy, kernel, variance, latent, n_kernels=1, n_folds=1):
 
 
 class RelativeKSDTest(RelativeMixin, BaseEstimator):
-    r"""Relative kernel Stein discrepancy test: is model Q a better fit than model P?
+    r"""Relative kernel Stein discrepancy test: is model Q a better fit than model P.
 
     Tests H0: :math:`\mathrm{KSD}^2(P, R) \le \mathrm{KSD}^2(Q, R)` against
     H1: Q is closer to the data distribution R, from the difference of the two
@@ -443,6 +473,17 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         degenerate. ``GridSearchCV`` over ``bandwidth`` or ``kernel`` therefore picks
         the kernel under which Q's advantage is most significant. For an aggregated
         test, the largest z-score of the collection.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        float
         """
         return self.test(X).zscore
 

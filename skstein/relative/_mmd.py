@@ -16,7 +16,7 @@ __all__ = ["RelativeMMDTest"]
 
 
 class RelativeMMDTest(RelativeMixin, BaseEstimator):
-    r"""Relative MMD test of Bounliphone et al. (2016): is model Q closer to the data than P?
+    r"""Relative MMD test of Bounliphone et al. (2016): is model Q closer to the data than P.
 
     Tests H0: :math:`\mathrm{MMD}^2(P, R) \le \mathrm{MMD}^2(Q, R)` against H1: Q is
     closer, from samples :math:`Y^P \sim P` (size :math:`m_P`), :math:`Y^Q \sim Q`
@@ -99,7 +99,19 @@ class RelativeMMDTest(RelativeMixin, BaseEstimator):
                 )
 
     def fit(self, X, y=None):
-        """Resolve the bandwidth on ``X``; returns ``self``."""
+        """Resolve the bandwidth on ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        self
+        """
         self._check_params()
         X = self._validate_X(X, reset=True)
         bw_rng = as_generator(self.random_state).spawn(1)[0]
@@ -118,7 +130,17 @@ class RelativeMMDTest(RelativeMixin, BaseEstimator):
         return Y
 
     def test(self, X):
-        """Run the test on ``X`` (data from R); returns a :class:`RelativeTestResult`."""
+        """Run the test on ``X`` (data from R).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+
+        Returns
+        -------
+        RelativeTestResult
+        """
         self._check_params()
         rng = as_generator(self.random_state)
         bw_rng, p_rng, q_rng = rng.spawn(3)
@@ -145,7 +167,19 @@ class RelativeMMDTest(RelativeMixin, BaseEstimator):
         )
 
     def score(self, X, y=None):
-        """The studentised difference (positive values favour Q)."""
+        """The studentised difference on ``X`` (positive values favour Q).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        float
+        """
         return self.test(X).zscore
 
 
