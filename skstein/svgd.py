@@ -25,7 +25,6 @@ from ._validation import (
     check_choice,
     check_positive_float,
     check_positive_int,
-    check_samples,
     evaluate_score,
     resolve_score,
 )
@@ -102,10 +101,12 @@ class _ParticleSampler(BaseEstimator):
             if reset:
                 self.n_features_in_ = int(dim)
             return X
-        if reset:
-            return validate_data(self, X0, dtype=np.float64, ensure_min_samples=1, reset=True,
-                                 copy=True)
-        return check_samples(X0, "X", min_samples=1).copy()
+        return validate_data(self, X0, dtype=np.float64, ensure_min_samples=1, reset=reset,
+                             copy=True)
+
+    def _validate_score_X(self, X):
+        """``X`` of :meth:`score`: finite, at least 2 rows, the fitted width (if fitted)."""
+        return validate_data(self, X, dtype=np.float64, ensure_min_samples=2, reset=False)
 
     def fit(self, X0=None, y=None):
         """Move the initial particles ``X0`` (or ``n_particles`` draws from N(0, I)).
@@ -132,6 +133,7 @@ class _ParticleSampler(BaseEstimator):
         """Move the particles ``X`` with the fitted settings; returns the new particles.
 
         The estimator's state is not changed. ``n_iter`` defaults to ``self.n_iter``.
+        After :meth:`fit`, ``X`` must have the fitted number of features.
         """
         self._check_params()
         rng = as_generator(self.random_state)
@@ -258,8 +260,11 @@ class SVGD(_ParticleSampler):
         return float(stein_sums(X, S, kern).statistic("u"))
 
     def score(self, X, y=None):
-        """Minus the KSD (U-statistic, RBF kernel, median bandwidth) of ``X`` to the target."""
-        X = check_samples(X)
+        """Minus the KSD (U-statistic, RBF kernel, median bandwidth) of ``X`` to the target.
+
+        ``X`` needs at least 2 rows, and after :meth:`fit` the fitted number of features.
+        """
+        X = self._validate_score_X(X)
         S = evaluate_score(self.target, X, "target")
         return -self._discrepancy(X, S, None)
 
@@ -453,9 +458,10 @@ class SlicedSVGD(_ParticleSampler):
     def score(self, X, y=None):
         """Minus the sliced KSD (maxSKSD-g objective) of ``X`` along ``directions_``.
 
-        Uses the identity directions when not fitted.
+        Uses the identity directions when not fitted. ``X`` needs at least 2 rows, and
+        after :meth:`fit` the fitted number of features.
         """
-        X = check_samples(X)
+        X = self._validate_score_X(X)
         S = evaluate_score(self.target, X, "target")
         warm = self._warm_state()
         state = None if warm is None else {"G": warm}
