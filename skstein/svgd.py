@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ._random import as_generator
 from ._validation import (
@@ -27,15 +27,18 @@ from ._validation import (
     check_positive_int,
     evaluate_score,
     resolve_score,
+    validate_samples,
 )
 from .discrepancy import sliced_value_and_grad, stein_sums
 from .directions import _Adam, _tangent_unit_rows, _unit_rows
 from .flows import bandwidth_scale, projection_medians, sliced_svgd_update, svgd_terms
-from .kernels import KERNELS, make_kernel, median_bandwidth
+from .kernels import KERNELS, check_bandwidth, make_kernel, median_bandwidth
 
 __all__ = ["SVGD", "SlicedSVGD"]
 
 OPTIMIZERS = ("sgd", "adagrad", "adam")
+#: Largest magnitude whose square float64 holds (the adaptive steps square the direction).
+_MAX_SQUARABLE = float(np.sqrt(np.finfo(np.float64).max))
 BANDWIDTHS = ("median", "median-log")
 
 
@@ -59,6 +62,12 @@ class _Optimizer:
         self.t += 1
         if self.name == "sgd":
             return self.lr * phi
+        top = float(np.max(np.abs(phi)))
+        if not top < _MAX_SQUARABLE:
+            raise ValueError(
+                f"the SVGD direction reaches {top:.3g}, beyond what the {self.name} step can "
+                "square in float64: the scores of the target or the particles X are too "
+                "large; rescale them or use optimizer='sgd'.")
         if self.name == "adagrad":
             sq = phi * phi
             if self.t == 1:
@@ -89,7 +98,7 @@ class _ParticleSampler(BaseEstimator):
         if isinstance(self.bandwidth, str):
             check_choice(self.bandwidth, "bandwidth", BANDWIDTHS)
         else:
-            check_positive_float(self.bandwidth, "bandwidth")
+            check_bandwidth(self.bandwidth)
         make_kernel(self.kernel, 1.0, self.kernel_params)
 
     def _initial(self, X0, rng, reset):
@@ -101,12 +110,11 @@ class _ParticleSampler(BaseEstimator):
             if reset:
                 self.n_features_in_ = int(dim)
             return X
-        return validate_data(self, X0, dtype=np.float64, ensure_min_samples=1, reset=reset,
-                             copy=True)
+        return validate_samples(self, X0, reset=reset, min_samples=1, copy=True)
 
     def _validate_score_X(self, X):
         """``X`` of :meth:`score`: finite, at least 2 rows, the fitted width (if fitted)."""
-        return validate_data(self, X, dtype=np.float64, ensure_min_samples=2, reset=False)
+        return validate_samples(self, X, reset=False)
 
     def fit(self, X0=None, y=None):
         """Move the initial particles ``X0`` (or ``n_particles`` draws from N(0, I)).
@@ -170,6 +178,11 @@ class _ParticleSampler(BaseEstimator):
                         f"  discrepancy {hist['discrepancy'][-1]:.4e}\n")
             update += X
             X = update
+            if not np.all(np.isfinite(X)):
+                raise ValueError(
+                    f"the particles overflowed at iteration {it}: the step (step_size="
+                    f"{self.step_size!r}), the scores of the target or X are too large for "
+                    "float64.")
         history = {k: np.asarray(v) for k, v in hist.items()}
         return X, n_iter, history, state
 
