@@ -60,12 +60,14 @@ def named_errors(name):
 def check_samples(X, name="X", min_samples=2):
     """Validate a sample matrix: 2-D, finite, float64, at least ``min_samples`` rows.
 
-    Every error names ``name``.
+    Returns a C-ordered array (the same numbers give the same results bit for bit,
+    whatever the layout they came in). Every error names ``name``.
     """
     with named_errors(name):
         return check_array(
             X,
             dtype=np.float64,
+            order="C",
             ensure_2d=True,
             ensure_all_finite=True,
             ensure_min_samples=min_samples,
@@ -77,11 +79,11 @@ def validate_samples(estimator, X, *, reset, min_samples=2, **params):
     """:func:`check_samples` through scikit-learn's ``validate_data`` (``n_features_in_``).
 
     ``reset=True`` records the number of features (in ``fit``); ``reset=False`` checks
-    it when the estimator is fitted. Every error names ``X``.
+    it when the estimator is fitted. Returns a C-ordered array; every error names ``X``.
     """
     with named_errors("X"):
-        return validate_data(estimator, X, dtype=np.float64, ensure_min_samples=min_samples,
-                             reset=reset, **params)
+        return validate_data(estimator, X, dtype=np.float64, order="C",
+                             ensure_min_samples=min_samples, reset=reset, **params)
 
 
 def check_alpha(alpha, name="alpha"):

@@ -271,8 +271,8 @@ def _points(X, Y, names=("X", "Y")):
     out = []
     for A, name in zip((X, Y), names):
         with named_errors(name):
-            A = check_array(A, dtype=np.float64, ensure_2d=False, ensure_all_finite=True,
-                            input_name=name)
+            A = check_array(A, dtype=np.float64, order="C", ensure_2d=False,
+                            ensure_all_finite=True, input_name=name)
         if A.ndim != 2:
             A = A.reshape(1, -1)
         out.append(A)
@@ -381,11 +381,13 @@ def pairwise_distances_condensed(X):
 
     One BLAS Gram product of the centred rows and a parallel compiled pass (see
     :func:`skstein._numba.distances.condensed_distances`); agrees with ``pdist`` to
-    about 1e-12 relative, with exact zeros for repeated rows.
+    about 1e-12 relative, with exact zeros for repeated rows. Beyond the float64 range
+    the distances are not finite (without a warning: the callers check them).
     """
     X = np.asarray(X, dtype=np.float64)
-    Xc = np.ascontiguousarray(X - X.mean(axis=0))
-    G = Xc @ Xc.T
+    with np.errstate(over="ignore", invalid="ignore"):
+        Xc = np.ascontiguousarray(X - X.mean(axis=0))
+        G = Xc @ Xc.T
     nx = np.ascontiguousarray(np.diagonal(G))
     n = X.shape[0]
     return condensed_distances(Xc, G, nx, np.empty(n * (n - 1) // 2))
