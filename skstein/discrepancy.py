@@ -43,7 +43,8 @@ from .kernels import (
 __all__ = ["ksd", "stein_matrix", "ksd_power_criterion", "resolve_bandwidth", "DEFAULT_MAX_MEMORY",
            "max_sksd", "sliced_stein_sums", "sliced_value_and_grad", "resolve_sliced_bandwidth",
            "stein_sums_and_forms", "sliced_sums_and_forms", "resolve_bandwidths",
-           "resolve_sliced_bandwidths", "is_collection"]
+           "resolve_sliced_bandwidths", "is_collection", "check_stein_finite"]
+
 
 def check_stein_finite(*values):
     """A ValueError unless every Stein-kernel value (or sum of them) given is finite.
