@@ -3,7 +3,7 @@
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["is_fitted", "model_dim", "RandomStateTagsMixin"]
+__all__ = ["is_fitted", "model_dim", "RandomStateTagsMixin", "discrete_input_tags"]
 
 
 def is_fitted(est):
@@ -33,3 +33,15 @@ class RandomStateTagsMixin:
         tags = super().__sklearn_tags__()
         tags.non_deterministic = self.random_state is None
         return tags
+
+
+def discrete_input_tags(tags, *models):
+    """Mark ``tags`` for discrete data when every model is discrete (has ``n_values``).
+
+    Discrete data are value ids: non-negative integers (scikit-learn's ``categorical``
+    and ``positive_only`` input tags).
+    """
+    if models and all(getattr(m, "n_values", None) is not None for m in models):
+        tags.input_tags.categorical = True
+        tags.input_tags.positive_only = True
+    return tags

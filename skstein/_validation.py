@@ -4,13 +4,17 @@ Every check raises at the boundary with a message that names the argument.
 """
 
 import numbers
+import re
 import warnings
+from contextlib import contextmanager
 
 import numpy as np
-from sklearn.utils.validation import check_array
+from sklearn.utils.validation import check_array, validate_data
 
 __all__ = [
+    "named_errors",
     "check_samples",
+    "validate_samples",
     "check_alpha",
     "check_positive_float",
     "check_positive_int",
@@ -32,16 +36,54 @@ class HeavyTailWarning(UserWarning):
     """
 
 
+def _mentions(message, name):
+    """Whether ``message`` names the argument ``name`` (as a word, not inside another)."""
+    return re.search(r"(?<![\w])" + re.escape(name) + r"(?![\w])", message) is not None
+
+
+@contextmanager
+def named_errors(name):
+    """Re-raise a ValueError / TypeError whose message does not name ``name`` with it.
+
+    scikit-learn's array checks say what is wrong ("Found array with 1 sample(s)...",
+    "could not convert string to float") but not always which argument it is.
+    """
+    try:
+        yield
+    except (ValueError, TypeError) as exc:
+        if _mentions(str(exc), name):
+            raise
+        cls = TypeError if isinstance(exc, TypeError) else ValueError
+        raise cls(f"{name} is invalid: {exc}") from exc
+
+
 def check_samples(X, name="X", min_samples=2):
-    """Validate a sample matrix: 2-D, finite, float64, at least ``min_samples`` rows."""
-    return check_array(
-        X,
-        dtype=np.float64,
-        ensure_2d=True,
-        ensure_all_finite=True,
-        ensure_min_samples=min_samples,
-        input_name=name,
-    )
+    """Validate a sample matrix: 2-D, finite, float64, at least ``min_samples`` rows.
+
+    Returns a C-ordered array (the same numbers give the same results bit for bit,
+    whatever the layout they came in). Every error names ``name``.
+    """
+    with named_errors(name):
+        return check_array(
+            X,
+            dtype=np.float64,
+            order="C",
+            ensure_2d=True,
+            ensure_all_finite=True,
+            ensure_min_samples=min_samples,
+            input_name=name,
+        )
+
+
+def validate_samples(estimator, X, *, reset, min_samples=2, **params):
+    """:func:`check_samples` through scikit-learn's ``validate_data`` (``n_features_in_``).
+
+    ``reset=True`` records the number of features (in ``fit``); ``reset=False`` checks
+    it when the estimator is fitted. Returns a C-ordered array; every error names ``X``.
+    """
+    with named_errors("X"):
+        return validate_data(estimator, X, dtype=np.float64, order="C",
+                             ensure_min_samples=min_samples, reset=reset, **params)
 
 
 def check_alpha(alpha, name="alpha"):
@@ -114,7 +156,12 @@ def evaluate_score(model, X, name="model", check_tails=True):
             f"X has {X.shape[1]} features but {name} is a distribution on "
             f"{int(dim)} dimensions."
         )
-    S = np.asarray(score(X), dtype=np.float64)
+    values = score(X)
+    try:
+        S = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"the score of {name} must return an array of floats of the shape of "
+                        f"X; it returned {type(values).__name__}: {exc}") from exc
     if S.shape != X.shape:
         raise ValueError(
             f"the score of {name} returned an array of shape {S.shape} for X of shape "
@@ -122,7 +169,8 @@ def evaluate_score(model, X, name="model", check_tails=True):
         )
     if not np.all(np.isfinite(S)):
         bad = int(np.sum(~np.all(np.isfinite(S), axis=1)))
-        raise ValueError(f"the score of {name} is not finite at {bad} of the {X.shape[0]} rows of X.")
+        raise ValueError(
+            f"the score of {name} is not finite at {bad} of the {X.shape[0]} rows of X.")
     if check_tails:
         warn_heavy_tails(S, name)
     return np.ascontiguousarray(S)

@@ -459,6 +459,11 @@ class AscentSettings:
         return dict(kernel=self.kernel, kernel_params=self.kernel_params)
 
 
+def _coincide_along(G, *samples):
+    """Whether the rows of some sample coincide along some direction (row of ``G``)."""
+    return any(np.any(np.ptp(A @ G.T, axis=0) == 0) for A in samples if A is not None)
+
+
 def _ascend(X, S, G, R, variant, bandwidth, cfg, rng, Xv=None, Sv=None):
     """One ascent from ``(G, R)``. Returns ((objective, G, R, h, per_pair), n_iter, history).
 
@@ -557,7 +562,9 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
     init : {"auto", "identity", "random"} or array-like, default="auto"
         Where the ascent starts. ``"auto"``: the starts of the module docstring (the
         axes, ascended; the Stein moment matrix and the cubic Stein moment, as
-        found), all kept in ``candidates``. ``"identity"``: the coordinate axes
+        found), all kept in ``candidates`` but for a start along which the samples
+        coincide when the bandwidth is the median heuristic (it has no median
+        there: the start is dropped). ``"identity"``: the coordinate axes
         (``G = R = I[:m]``); ``"random"``: random unit directions (random orthonormal
         slices for ``"rg"``, with ``G = R``); an array ``G0`` of shape
         ``(m, n_features)``, or a tuple ``(G0, R0)`` for ``"rg"``. Restarts after the
@@ -585,7 +592,9 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
         iterate with the highest held-out SKSD (early stopping). The sliced KSD of
         200 points can be driven far up along directions that fit the sample's
         noise; selecting on held-out points keeps what generalises. ``0``: ascend on
-        all of ``X`` and keep the best training objective.
+        all of ``X`` and keep the best training objective, as also happens when the
+        fraction would hold out fewer than 2 samples or keep fewer than 2 (fewer than
+        6 samples at the default).
     batch_size : int, default=None
         Points per gradient step: ``None`` uses the whole training part (exact
         full-batch gradients); an int draws a fresh random minibatch each step, for
@@ -642,10 +651,9 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
     X_all, S_all = X, S
     Xv = Sv = None
     n_val = int(round(validation_fraction * X.shape[0]))
+    if n_val < 2 or X.shape[0] - n_val < 2:
+        n_val = 0  # too few samples to hold any out: select on the training objective
     if n_val > 0:
-        if n_val < 2 or X.shape[0] - n_val < 2:
-            raise ValueError(f"validation_fraction={validation_fraction} leaves fewer than 2 "
-                             f"samples for training or validation (n_samples={X.shape[0]}).")
         perm = rng.permutation(X.shape[0])
         Xv, Sv = X[perm[:n_val]], S[perm[:n_val]]
         X, S = X[perm[n_val:]], S[perm[n_val:]]
@@ -676,6 +684,9 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
             starts.append(("random", _initial("random", variant, m, d, rng)))
         results, total_iter = [], 0
         for name, (G0, R0) in starts:
+            if auto and name != "identity" and isinstance(bandwidth, str) and \
+                    _coincide_along(G0, X, Xv):
+                continue  # no median bandwidth along it: a data-driven start is dropped
             # the data-driven starts are used as found: they already come from the whole
             # training sample, and an ascent from them gained no power in the rotated
             # benchmarks while tripling the cost of a search

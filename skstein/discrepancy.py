@@ -33,6 +33,8 @@ from .kernels import (
     KERNELS,
     bandwidth_factor_grid,
     bandwidth_grid,
+    check_bandwidth,
+    inverse_square,
     make_kernel,
     median_bandwidth,
     median_bandwidth_1d,
@@ -41,7 +43,22 @@ from .kernels import (
 __all__ = ["ksd", "stein_matrix", "ksd_power_criterion", "resolve_bandwidth", "DEFAULT_MAX_MEMORY",
            "max_sksd", "sliced_stein_sums", "sliced_value_and_grad", "resolve_sliced_bandwidth",
            "stein_sums_and_forms", "sliced_sums_and_forms", "resolve_bandwidths",
-           "resolve_sliced_bandwidths", "is_collection"]
+           "resolve_sliced_bandwidths", "is_collection", "check_stein_finite"]
+
+
+def check_stein_finite(*values):
+    """A ValueError unless every Stein-kernel value (or sum of them) given is finite.
+
+    Values beyond float64 come from the data, the scores or the kernel's scale
+    (the Stein kernel multiplies ``||s||^2``, ``s . (x - y) / h^2`` and ``1/h^4``
+    terms); a NaN statistic is never returned.
+    """
+    if not all(np.all(np.isfinite(v)) for v in values):
+        raise ValueError(
+            "the Stein kernel is not finite on X: the values of X, the scores of the "
+            "model or the kernel's scale 1/bandwidth**2 overflow float64; rescale X or "
+            "choose another bandwidth.")
+
 
 #: Default memory budget (bytes) for the temporaries of one Stein-kernel pass.
 DEFAULT_MAX_MEMORY = 64 * 2**20
@@ -73,6 +90,10 @@ class SteinSums:
     diag: np.ndarray
     rowsums: np.ndarray
     upper: np.ndarray = None
+
+    def __post_init__(self):
+        # a finite row sum has finite terms: an overflow anywhere shows in the sums
+        check_stein_finite(self.offdiag_sum, self.rowsums, self.diag)
 
     def statistic(self, kind="u"):
         if kind == "u":
@@ -255,6 +276,7 @@ def _positive_array(value, name):
         raise TypeError(f"{name} must be positive floats, got {value!r}.") from None
     if not (np.all(np.isfinite(h)) and np.all(h > 0)):
         raise ValueError(f"{name} must be positive and finite, got {value!r}.")
+    check_bandwidth(h, name)
     return h
 
 
@@ -264,12 +286,14 @@ def resolve_bandwidth(X, bandwidth, *, random_state=None, max_points=2000):
         if bandwidth != "median":
             raise ValueError(f"bandwidth must be a positive float or 'median', got {bandwidth!r}.")
         return median_bandwidth(X, max_points=max_points, random_state=random_state)
-    if isinstance(bandwidth, bool) or not np.isscalar(bandwidth):
+    if isinstance(bandwidth, (bool, np.bool_)) or not np.isscalar(bandwidth):
+        raise TypeError(f"bandwidth must be a positive float or 'median', got {bandwidth!r}.")
+    if isinstance(bandwidth, (str, bytes, complex, np.complexfloating)):
         raise TypeError(f"bandwidth must be a positive float or 'median', got {bandwidth!r}.")
     bandwidth = float(bandwidth)
     if not (np.isfinite(bandwidth) and bandwidth > 0):
         raise ValueError(f"bandwidth must be a positive finite float or 'median', got {bandwidth!r}.")
-    return bandwidth
+    return check_bandwidth(bandwidth)
 
 
 def _prepare(X, model, kernel, bandwidth, kernel_params, random_state):
@@ -459,7 +483,7 @@ def resolve_sliced_bandwidth(U, bandwidth, *, random_state=None, max_points=1000
                          f"direction), got shape {h.shape}.")
     if not (np.all(np.isfinite(h)) and np.all(h > 0)):
         raise ValueError(f"{name} must be positive and finite, got {bandwidth!r}.")
-    return h.copy()
+    return check_bandwidth(h, name).copy()
 
 
 def resolve_sliced_bandwidths(U, bandwidth, n_bandwidths=10, *, random_state=None,
@@ -492,10 +516,10 @@ def is_collection(bandwidth):
 def _sliced_kernel_params(kernel, bandwidths, kernel_params):
     """(code, p0 (m,), p1) of the 1-D kernels with per-pair bandwidths."""
     proto = make_kernel(kernel, 1.0, kernel_params)  # validates kernel and its parameters
-    h2 = np.asarray(bandwidths, dtype=np.float64) ** 2
+    inv = inverse_square(np.asarray(bandwidths, dtype=np.float64))
     if proto.name == "rbf":
-        return _SLICED_RBF, np.ascontiguousarray(1.0 / (2.0 * h2)), 0.0
-    return _SLICED_IMQ, np.ascontiguousarray(1.0 / h2), proto.beta
+        return _SLICED_RBF, np.ascontiguousarray(0.5 * inv), 0.0
+    return _SLICED_IMQ, np.ascontiguousarray(inv), proto.beta
 
 
 def sliced_projections(X, S, directions, slices):
@@ -663,10 +687,13 @@ def sliced_value_and_grad(X, S, directions, slices, bandwidths, *, kernel="rbf",
     scale = 1.0 / (n * (n - 1.0))
     psisum = psi.sum(axis=0)
     values = rows.sum(axis=0) * scale
-    grad_G = (2.0 * (rho.T @ X) + psisum[:, None] * slices) * scale  # beta is not needed
-    grad_R = None
-    if grad_slices:
-        grad_R = (2.0 * (beta.T @ S) + psisum[:, None] * directions) * scale
+    check_stein_finite(values)
+    with np.errstate(over="ignore", invalid="ignore"):
+        grad_G = (2.0 * (rho.T @ X) + psisum[:, None] * slices) * scale  # beta is not needed
+        grad_R = None
+        if grad_slices:
+            grad_R = (2.0 * (beta.T @ S) + psisum[:, None] * directions) * scale
+    check_stein_finite(grad_G, *(() if grad_R is None else (grad_R,)))
     return values, grad_G, grad_R
 
 

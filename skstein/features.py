@@ -95,7 +95,7 @@ from ._numba.stein import kernel_params as _kernel_code
 from ._random import as_generator
 from ._validation import check_choice, check_positive_int, check_samples, evaluate_score
 from .discrepancy import resolve_bandwidth
-from .kernels import KERNELS, make_kernel
+from .kernels import KERNELS, _positive_median, make_kernel
 
 __all__ = [
     "FeatureMoments",
@@ -148,12 +148,23 @@ class FeatureMoments:
         :math:`\sum_i \|\tau(x_i)\|^2`.
     second : ndarray (p, p) or None
         :math:`\sum_i \tau(x_i)\tau(x_i)^\top` when asked for.
+
+    Every sum is finite (a ValueError otherwise): an overflow in the data, the scores
+    or the features never reaches a statistic.
     """
 
     n: int
     total: np.ndarray
     sq_norm_sum: float
     second: np.ndarray = None
+
+    def __post_init__(self):
+        if not (np.all(np.isfinite(self.total)) and np.isfinite(self.sq_norm_sum)
+                and (self.second is None or np.all(np.isfinite(self.second)))):
+            raise ValueError(
+                "the Stein features are not finite on X: the values of X, the scores of the "
+                "model or the features' scale (bandwidth) overflow float64; rescale X or "
+                "choose another bandwidth.")
 
     @property
     def mean(self):
@@ -230,7 +241,7 @@ def _psd_eigh(cov):
     diag = np.diag(cov)
     top = float(diag.max()) if diag.size else 0.0
     if not top > 0:
-        return np.zeros(0), np.zeros((cov.shape[0], 0)), np.zeros(cov.shape[0], dtype=bool)
+        return np.zeros(0), np.zeros((0, 0)), np.zeros(cov.shape[0], dtype=bool)
     active = diag > NEGLIGIBLE_VARIANCE * top
     sub = cov[np.ix_(active, active)]
     sub[np.abs(sub) < 1e-200 * top] = 0.0
@@ -523,22 +534,27 @@ def _sech_xi(gamma):
 
 
 def median_l1_distance(X, *, max_points=1000, random_state=None):
-    """Median of the pairwise :math:`L^1` distances (seeded subsample of ``max_points``)."""
+    """Median of the pairwise :math:`L^1` distances (seeded subsample of ``max_points``).
+
+    As :func:`skstein.kernels.median_bandwidth`: zero distances are ignored if the median
+    would otherwise be zero, and a ValueError names ``X`` if all rows coincide or the
+    distances overflow.
+    """
     from scipy.spatial.distance import pdist
 
     X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] < 2:
+        raise ValueError(f"the median L1 distance needs at least 2 samples of X, got shape "
+                         f"{X.shape}.")
     if X.shape[0] > max_points:
         rng = as_generator(random_state)
         X = X[np.sort(rng.choice(X.shape[0], size=max_points, replace=False))]
-    d = pdist(X, metric="cityblock")
-    med = float(np.median(d)) if d.size else 0.0
-    if med <= 0:
-        d = d[d > 0]
-        if d.size == 0:
-            raise ValueError("all samples coincide, so the median heuristic is undefined; "
-                             "give an explicit bandwidth.")
-        med = float(np.median(d))
-    return med
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = pdist(X, metric="cityblock")
+    if not np.all(np.isfinite(d)):
+        raise ValueError("the pairwise distances of X overflow float64 (its values are too "
+                         "large); rescale X.")
+    return _positive_median(d)
 
 
 def resolve_feature_scale(X, kind, bandwidth, *, random_state=None):
@@ -573,12 +589,26 @@ def draw_random_features(kind, X, n_features, rng, *, bandwidth="median", gamma=
     Returns
     -------
     RandomFeatures
+
+    Raises a ValueError naming ``bandwidth`` when the features at the length scale
+    overflow float64 (for a scale near the float64 range).
     """
     check_choice(kind, "feature", RFSD_FEATURES)
+    ell = resolve_feature_scale(X, kind, bandwidth, random_state=rng)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        feats = _draw_features(kind, X, n_features, rng, ell, gamma, nu_df)
+    values = (feats.Z, feats.log_coef, feats.c2, feats.beta, feats.tilt, feats.rate)
+    if not all(np.all(np.isfinite(v)) for v in values):
+        raise ValueError(f"the random features at the length scale {ell:.3g} (bandwidth) "
+                         "overflow float64; give a bandwidth nearer the scale of X.")
+    return feats
+
+
+def _draw_features(kind, X, n_features, rng, ell, gamma, nu_df):
+    """The features of :func:`draw_random_features` at the resolved length scale ``ell``."""
     n, d = X.shape
     J = n_features
     center = X.mean(axis=0)
-    ell = resolve_feature_scale(X, kind, bandwidth, random_state=rng)
     if kind == "l1-imq":
         alpha, xi, beta = _imq_constants(d, gamma, nu_df)
         c = 4.0 * ell
@@ -717,5 +747,9 @@ def rfsd(X, model, *, feature="l1-imq", n_features=10, bandwidth="median", gamma
     shift = rfsd_log_shift(X, feats, max_memory=max_memory)
     mom = rfsd_moments(X, S, feats, shift, second=False, max_memory=max_memory)
     scaled, log_factor = rfsd_value(mom, feats, shift)
-    with np.errstate(over="ignore", under="ignore"):
-        return float(scaled * np.exp(log_factor))
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        value = float(scaled * np.exp(log_factor))
+    if not np.isfinite(value):
+        raise ValueError("the RPhiSD of X is beyond the float64 range (its features span more "
+                         "than float64 holds); rescale X or choose another bandwidth.")
+    return value

@@ -14,7 +14,7 @@ from ._numba.sliced import median_abs_diff_columns
 from ._numba.stein import kernel_params as _kernel_code
 from ._numba.svgd import sliced_svgd_terms, sliced_svgd_terms_symmetric, svgd_kernel_matrices
 from .discrepancy import _threads_for
-from .kernels import make_kernel
+from .kernels import MIN_BANDWIDTH, inverse_square, make_kernel
 
 __all__ = ["svgd_terms", "sliced_svgd_update", "projection_medians", "bandwidth_scale"]
 
@@ -80,7 +80,7 @@ def sliced_svgd_update(X, S, G, h, kernel="rbf", kernel_params=None):
     """
     U = np.ascontiguousarray(X @ G.T)
     code, _, p1 = _kernel_code(make_kernel(kernel, 1.0, kernel_params))
-    p0 = 1.0 / (2.0 * h * h) if code == 0 else 1.0 / (h * h)
+    p0 = 0.5 * inverse_square(h) if code == 0 else inverse_square(h)
     drive = np.empty_like(U)
     repulse = np.empty_like(U)
     sliced_terms(code, np.ascontiguousarray(p0), p1, U, np.ascontiguousarray(S),
@@ -95,4 +95,5 @@ def projection_medians(U, max_points=1000):
     with _threads_for(V.shape[0], V.shape[0], U.shape[1]):
         median_abs_diff_columns(V, med)
     med[med <= 0] = 1.0
+    np.maximum(med, MIN_BANDWIDTH, out=med)  # the smallest bandwidth the kernels take
     return med

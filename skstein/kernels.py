@@ -33,11 +33,14 @@ import numbers
 from contextlib import nullcontext
 
 import numpy as np
+from sklearn.utils.validation import check_array
 
 from ._numba import numba_threads
 from ._numba.distances import condensed_distances
 from ._numba.sliced import median_abs_diff_columns, quantile_abs_diff_columns
+from ._numba.stein import MIN_BANDWIDTH as _MIN_BANDWIDTH
 from ._random import as_generator
+from ._validation import check_samples, named_errors
 
 __all__ = [
     "RBF",
@@ -47,10 +50,47 @@ __all__ = [
     "median_bandwidth_1d",
     "bandwidth_grid",
     "bandwidth_factor_grid",
+    "check_bandwidth",
+    "inverse_square",
     "KERNELS",
+    "MIN_BANDWIDTH",
 ]
 
 KERNELS = ("rbf", "imq")
+
+#: Smallest bandwidth accepted, about 1.2e-77: below it the scale constants of the Stein
+#: kernels (up to :math:`1/h^4`, in the second derivative of the radial profile) overflow
+#: float64. Large bandwidths have no such limit: as :math:`h \to \infty` the kernel tends
+#: to the constant 1, which float64 reaches for :math:`h` beyond about 1e154.
+MIN_BANDWIDTH = _MIN_BANDWIDTH
+
+
+def check_bandwidth(value, name="bandwidth"):
+    """A bandwidth as a float: real, finite and at least :data:`MIN_BANDWIDTH`.
+
+    ``value`` may also be an array of them (returned as a float64 array). Errors name
+    ``name``.
+    """
+    if isinstance(value, (bool, np.bool_)) or not (
+            isinstance(value, numbers.Real) or isinstance(value, np.ndarray)):
+        raise TypeError(f"{name} must be a positive float, got {value!r}.")
+    h = np.asarray(value, dtype=np.float64)
+    if not (np.all(np.isfinite(h)) and np.all(h > 0)):
+        raise ValueError(f"{name} must be a positive finite float, got {value!r}.")
+    if np.any(h < MIN_BANDWIDTH):
+        raise ValueError(
+            f"{name}={value!r} is too small: the Stein kernels need 1/{name}**4, which "
+            f"overflows float64 below {MIN_BANDWIDTH:.3g}; rescale the data or give a larger "
+            f"{name}.")
+    return float(h) if h.ndim == 0 else h
+
+
+def inverse_square(h):
+    """:math:`1/h^2` of a bandwidth (or an array of them) without overflow in :math:`h^2`.
+
+    Exactly 0 for :math:`h` beyond about 1e154, where the kernel is constant in float64.
+    """
+    return (1.0 / h) / h
 
 
 class _RadialKernel:
@@ -60,11 +100,9 @@ class _RadialKernel:
     code = -1
 
     def __init__(self, bandwidth=1.0):
-        if isinstance(bandwidth, bool) or not isinstance(bandwidth, numbers.Real):
+        if isinstance(bandwidth, np.ndarray) and bandwidth.ndim > 0:
             raise TypeError(f"bandwidth must be a positive float, got {bandwidth!r}.")
-        if not (np.isfinite(bandwidth) and bandwidth > 0):
-            raise ValueError(f"bandwidth must be a positive finite float, got {bandwidth!r}.")
-        self.bandwidth = float(bandwidth)
+        self.bandwidth = check_bandwidth(bandwidth)
 
     # parameters handed to the numba kernels: (code, p0, p1)
     def _params(self):
@@ -87,8 +125,13 @@ class _RadialKernel:
         raise NotImplementedError
 
     def __call__(self, X, Y):
-        """Kernel matrix :math:`k(x_i, y_j)`, shape ``(n, m)``."""
-        return self.profile(_sqdist(X, Y))[0]
+        """Kernel matrix :math:`k(x_i, y_j)`, shape ``(n, m)``.
+
+        ``X`` and ``Y`` are finite arrays of points of the same width (one point may
+        be given as a 1-D array).
+        """
+        X, Y = _points(X, Y)
+        return _finite_result(self.profile(_sqdist(X, Y))[0])
 
     def grad_x(self, X, Y):
         """:math:`\\nabla_x k(x_i, y_j)`, shape ``(n, m, d)``.
@@ -96,9 +139,9 @@ class _RadialKernel:
         A convenience for small inputs (tests, plots); the discrepancy engines never
         form this array.
         """
-        X, Y = np.atleast_2d(X), np.atleast_2d(Y)
+        X, Y = _points(X, Y)
         _, k1, _ = self.profile(_sqdist(X, Y))
-        return 2.0 * k1[:, :, None] * (X[:, None, :] - Y[None, :, :])
+        return _finite_result(2.0 * k1[:, :, None] * (X[:, None, :] - Y[None, :, :]))
 
     def grad_y(self, X, Y):
         """:math:`\\nabla_y k(x_i, y_j)`, shape ``(n, m, d)`` (small inputs only)."""
@@ -106,10 +149,10 @@ class _RadialKernel:
 
     def trace_grad_xy(self, X, Y):
         """:math:`\\operatorname{tr}\\nabla_x\\nabla_y^\\top k(x_i, y_j)`, shape ``(n, m)``."""
-        X, Y = np.atleast_2d(X), np.atleast_2d(Y)
+        X, Y = _points(X, Y)
         t = _sqdist(X, Y)
         _, k1, k2 = self.profile(t)
-        return -2.0 * X.shape[1] * k1 - 4.0 * t * k2
+        return _finite_result(-2.0 * X.shape[1] * k1 - 4.0 * t * k2)
 
     def stein(self, X, Y, SX, SY):
         r"""Langevin Stein kernel :math:`h_p(x_i, y_j)`, shape ``(n, m)``.
@@ -123,7 +166,11 @@ class _RadialKernel:
         with ``(n, m)`` temporaries; the engines in :mod:`skstein.discrepancy` compute
         the same quantity in a fused parallel pass.
         """
-        X, Y = np.atleast_2d(X), np.atleast_2d(Y)
+        X, Y = _points(X, Y)
+        SX, SY = _points(SX, SY, ("SX", "SY"))
+        if SX.shape != X.shape or SY.shape != Y.shape:
+            raise ValueError(f"SX and SY must have the shapes of X and Y, {X.shape} and "
+                             f"{Y.shape}; got {SX.shape} and {SY.shape}.")
         t = _sqdist(X, Y)
         k, k1, k2 = self.profile(t)
         cross = (
@@ -132,7 +179,8 @@ class _RadialKernel:
             - X @ SY.T
             + np.einsum("ij,ij->i", SY, Y)[None, :]
         )  # (s(x) - s(y)) . (x - y)
-        return k * (SX @ SY.T) - 2.0 * k1 * cross - 2.0 * X.shape[1] * k1 - 4.0 * t * k2
+        return _finite_result(
+            k * (SX @ SY.T) - 2.0 * k1 * cross - 2.0 * X.shape[1] * k1 - 4.0 * t * k2)
 
     def __repr__(self):
         return f"{type(self).__name__}(bandwidth={self.bandwidth!r})"
@@ -174,10 +222,10 @@ class RBF(_RadialKernel):
             ``sqdist``.
         """
         sqdist = np.asarray(sqdist, dtype=np.float64)
-        inv = 1.0 / (2.0 * self.bandwidth**2)
+        inv = 0.5 * inverse_square(self.bandwidth)
         k = np.exp(-sqdist * inv)
         k1 = -inv * k
-        return k, k1, inv * inv * k
+        return k, k1, -inv * k1
 
 
 class IMQ(_RadialKernel):
@@ -221,7 +269,7 @@ class IMQ(_RadialKernel):
             ``sqdist``.
         """
         sqdist = np.asarray(sqdist, dtype=np.float64)
-        inv = 1.0 / self.bandwidth**2
+        inv = inverse_square(self.bandwidth)
         b = self.beta
         base = 1.0 + sqdist * inv
         k = base**b
@@ -256,13 +304,43 @@ def make_kernel(kernel, bandwidth, kernel_params=None):
     raise ValueError(f"kernel must be one of {list(KERNELS)}, got {kernel!r}.")
 
 
+def _points(X, Y, names=("X", "Y")):
+    """``X`` and ``Y`` as finite 2-D float64 arrays of the same width (errors name them)."""
+    out = []
+    for A, name in zip((X, Y), names):
+        with named_errors(name):
+            A = check_array(A, dtype=np.float64, order="C", ensure_2d=False,
+                            ensure_all_finite=True, input_name=name)
+        if A.ndim != 2:
+            A = A.reshape(1, -1)
+        out.append(A)
+    X, Y = out
+    if X.shape[1] != Y.shape[1]:
+        raise ValueError(f"{names[0]} has {X.shape[1]} features but {names[1]} has "
+                         f"{Y.shape[1]}.")
+    return X, Y
+
+
+def _finite_result(value):
+    if not np.all(np.isfinite(value)):
+        raise ValueError("the kernel values are not finite: X, Y (or the scores) or the "
+                         "kernel's scale 1/bandwidth**2 overflow float64; rescale X and Y or "
+                         "choose another bandwidth.")
+    return value
+
+
 def _sqdist(X, Y):
     X, Y = np.atleast_2d(X), np.atleast_2d(Y)
-    d2 = (
-        np.einsum("ij,ij->i", X, X)[:, None]
-        + np.einsum("ij,ij->i", Y, Y)[None, :]
-        - 2.0 * X @ Y.T
-    )
+    with np.errstate(over="ignore", invalid="ignore"):
+        d2 = (
+            np.einsum("ij,ij->i", X, X)[:, None]
+            + np.einsum("ij,ij->i", Y, Y)[None, :]
+            - 2.0 * X @ Y.T
+        )
+    if not np.all(np.isfinite(d2)):
+        # points beyond 1e154: the differences first (inf where the distance overflows)
+        with np.errstate(over="ignore"):
+            d2 = np.sum((X[:, None, :] - Y[None, :, :]) ** 2, axis=2)
     return np.maximum(d2, 0.0)
 
 
@@ -290,13 +368,11 @@ def median_bandwidth(X, *, max_points=2000, random_state=None):
     -------
     float
         The bandwidth. Zero distances (repeated rows) are ignored if the median would
-        otherwise be zero; a ``ValueError`` is raised if all rows coincide.
+        otherwise be zero; a ``ValueError`` is raised if all rows coincide, if the
+        distances overflow float64 or if the median is below :data:`MIN_BANDWIDTH`.
     """
-    X = _subsample(np.asarray(X, dtype=np.float64), max_points, random_state)
-    if X.shape[0] < 2:
-        raise ValueError("the median heuristic needs at least 2 samples.")
-    d = pairwise_distances_condensed(X)
-    return _positive_median(d)
+    X = _subsample(check_samples(X), max_points, random_state)
+    return _positive_median(_finite_distances(X))
 
 
 def median_bandwidth_1d(U, *, max_points=1000, random_state=None):
@@ -323,6 +399,7 @@ def median_bandwidth_1d(U, *, max_points=1000, random_state=None):
     U = _subsample(np.asarray(U, dtype=np.float64), max_points, random_state)
     if U.ndim != 2 or U.shape[0] < 2:
         raise ValueError("the median heuristic needs a 2-D array with at least 2 rows.")
+    _check_projections(U)
     n, m = U.shape
     # one thread for small inputs: waking the pool costs more than the work
     with numba_threads(1) if n * n * m < 2**21 else nullcontext():
@@ -332,7 +409,18 @@ def median_bandwidth_1d(U, *, max_points=1000, random_state=None):
             "all samples coincide along a direction, so the median heuristic is undefined; "
             "give an explicit bandwidth."
         )
+    if np.any(out < MIN_BANDWIDTH):
+        raise ValueError(f"the median distance of the samples of X along a direction "
+                         f"({out.min():.3g}) is below the smallest bandwidth, "
+                         f"{MIN_BANDWIDTH:.3g}; rescale X or give a bandwidth.")
     return out
+
+
+def _check_projections(U):
+    """A ValueError if the projections (or their differences) of the samples overflow."""
+    if not np.all(np.isfinite(U)) or not np.all(np.isfinite(U.max(axis=0) - U.min(axis=0))):
+        raise ValueError("the projections of the samples of X on the directions overflow "
+                         "float64 (X is too large); rescale X.")
 
 
 def pairwise_distances_condensed(X):
@@ -340,26 +428,40 @@ def pairwise_distances_condensed(X):
 
     One BLAS Gram product of the centred rows and a parallel compiled pass (see
     :func:`skstein._numba.distances.condensed_distances`); agrees with ``pdist`` to
-    about 1e-12 relative, with exact zeros for repeated rows.
+    about 1e-12 relative, with exact zeros for repeated rows. Beyond the float64 range
+    the distances are not finite (without a warning: the callers check them).
     """
     X = np.asarray(X, dtype=np.float64)
-    Xc = np.ascontiguousarray(X - X.mean(axis=0))
-    G = Xc @ Xc.T
+    with np.errstate(over="ignore", invalid="ignore"):
+        Xc = np.ascontiguousarray(X - X.mean(axis=0))
+        G = Xc @ Xc.T
     nx = np.ascontiguousarray(np.diagonal(G))
     n = X.shape[0]
     return condensed_distances(Xc, G, nx, np.empty(n * (n - 1) // 2))
 
 
-def _positive_median(d):
+def _finite_distances(X, name="X"):
+    """Pairwise distances of the rows of ``X``; a ValueError naming ``name`` if they overflow."""
+    d = pairwise_distances_condensed(X)
+    if not np.all(np.isfinite(d)):
+        raise ValueError(f"the pairwise distances of {name} overflow float64 (its values are too "
+                         f"large); rescale {name}.")
+    return d
+
+
+def _positive_median(d, name="X"):
     med = float(np.median(d))
-    if med > 0:
-        return med
-    d = d[d > 0]
-    if d.size == 0:
-        raise ValueError(
-            "all samples coincide, so the median heuristic is undefined; give an explicit bandwidth."
-        )
-    return float(np.median(d))
+    if not med > 0:
+        d = d[d > 0]
+        if d.size == 0:
+            raise ValueError(
+                f"all samples coincide ({name} has no two distinct rows), so the median "
+                "heuristic is undefined; give an explicit bandwidth.")
+        med = float(np.median(d))
+    if med < MIN_BANDWIDTH:
+        raise ValueError(f"the median distance of {name} ({med:.3g}) is below the smallest "
+                         f"bandwidth, {MIN_BANDWIDTH:.3g}; rescale {name} or give a bandwidth.")
+    return med
 
 
 #: Fraction of the pairwise distances below the smallest bandwidth of the collection.
@@ -394,15 +496,13 @@ def bandwidth_grid(X, n_bandwidths=10, *, max_points=2000, random_state=None):
     -------
     ndarray of shape (n_bandwidths,)
     """
-    X = _subsample(np.asarray(X, dtype=np.float64), max_points, random_state)
-    if X.shape[0] < 2:
-        raise ValueError("a bandwidth collection needs at least 2 samples.")
-    d = pairwise_distances_condensed(X)
+    X = _subsample(check_samples(X), max_points, random_state)
+    d = _finite_distances(X)
     med = _positive_median(d)
     if n_bandwidths == 1:
         return np.array([med])
     pos = d[d > 0]
-    lo = min(float(np.quantile(pos, GRID_QUANTILE)), med)
+    lo = min(max(float(np.quantile(pos, GRID_QUANTILE)), MIN_BANDWIDTH), med)
     return np.geomspace(lo, 2.0 * med, n_bandwidths)
 
 
@@ -438,6 +538,7 @@ def bandwidth_factor_grid(U, n_factors=10, *, max_points=1000, random_state=None
         raise ValueError("a factor grid needs a 2-D array with at least 2 rows.")
     if n_factors == 1:
         return np.ones(1)
+    _check_projections(U)
     U = np.ascontiguousarray(U)
     med = median_abs_diff_columns(U, np.empty(U.shape[1]))
     low = quantile_abs_diff_columns(U, GRID_QUANTILE, np.empty(U.shape[1]))

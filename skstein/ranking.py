@@ -315,7 +315,10 @@ def rank_samples(samples, test, *, statistic=None, n_bootstrap=1000, confidence=
                                  f"{grp.shape}.")
         kind = statistic if statistic is not None else t.statistic
         bw_rng, boot_rng = streams[k].spawn(2)
-        upper, diag, method = _stein_parts(t, X, bw_rng, max_memory)
+        try:
+            upper, diag, method = _stein_parts(t, X, bw_rng, max_memory)
+        except ValueError as exc:  # say which candidate (the messages call it X)
+            raise ValueError(f"on samples[{name!r}]: {exc}") from exc
         methods.add(method)
         W = _counts(n, grp, n_bootstrap, boot_rng)
         value = _replicates(upper, diag, np.ones((1, n)), kind)[0]

@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ._progress import check_verbose, progress_bar, verbosity
 from ._random import as_generator
@@ -26,18 +26,20 @@ from ._validation import (
     check_choice,
     check_positive_float,
     check_positive_int,
-    check_samples,
     evaluate_score,
     resolve_score,
+    validate_samples,
 )
 from .discrepancy import sliced_value_and_grad, stein_sums
 from .directions import _Adam, _tangent_unit_rows, _unit_rows
 from .flows import bandwidth_scale, projection_medians, sliced_svgd_update, svgd_terms
-from .kernels import KERNELS, make_kernel, median_bandwidth
+from .kernels import KERNELS, check_bandwidth, make_kernel, median_bandwidth
 
 __all__ = ["SVGD", "SlicedSVGD"]
 
 OPTIMIZERS = ("sgd", "adagrad", "adam")
+#: Largest magnitude whose square float64 holds (the adaptive steps square the direction).
+_MAX_SQUARABLE = float(np.sqrt(np.finfo(np.float64).max))
 BANDWIDTHS = ("median", "median-log")
 
 
@@ -61,6 +63,12 @@ class _Optimizer:
         self.t += 1
         if self.name == "sgd":
             return self.lr * phi
+        top = float(np.max(np.abs(phi)))
+        if not top < _MAX_SQUARABLE:
+            raise ValueError(
+                f"the SVGD direction reaches {top:.3g}, beyond what the {self.name} step can "
+                "square in float64: the scores of the target or the particles X are too "
+                "large; rescale them or use optimizer='sgd'.")
         if self.name == "adagrad":
             sq = phi * phi
             if self.t == 1:
@@ -92,7 +100,7 @@ class _ParticleSampler(BaseEstimator):
         if isinstance(self.bandwidth, str):
             check_choice(self.bandwidth, "bandwidth", BANDWIDTHS)
         else:
-            check_positive_float(self.bandwidth, "bandwidth")
+            check_bandwidth(self.bandwidth)
         make_kernel(self.kernel, 1.0, self.kernel_params)
 
     def _initial(self, X0, rng, reset):
@@ -104,10 +112,11 @@ class _ParticleSampler(BaseEstimator):
             if reset:
                 self.n_features_in_ = int(dim)
             return X
-        if reset:
-            return validate_data(self, X0, dtype=np.float64, ensure_min_samples=1, reset=True,
-                                 copy=True)
-        return check_samples(X0, "X", min_samples=1).copy()
+        return validate_samples(self, X0, reset=reset, min_samples=1, copy=True)
+
+    def _validate_score_X(self, X):
+        """``X`` of :meth:`score`: finite, at least 2 rows, the fitted width (if fitted)."""
+        return validate_samples(self, X, reset=False)
 
     def fit(self, X0=None, y=None):
         """Move the initial particles ``X0`` (or ``n_particles`` draws from N(0, I)).
@@ -133,7 +142,8 @@ class _ParticleSampler(BaseEstimator):
     def move(self, X, n_iter=None):
         """Move the particles ``X`` with the fitted settings.
 
-        The estimator's state is not changed.
+        The estimator's state is not changed. After :meth:`fit`, ``X`` must have the
+        fitted number of features.
 
         Parameters
         ----------
@@ -187,6 +197,11 @@ class _ParticleSampler(BaseEstimator):
                         bar.write(f"[{name}] iter {it:5d}  {status}", file=sys.stderr)
                 update += X
                 X = update
+                if not np.all(np.isfinite(X)):
+                    raise ValueError(
+                        f"the particles overflowed at iteration {it}: the step (step_size="
+                        f"{self.step_size!r}), the scores of the target or X are too large "
+                        "for float64.")
                 bar.update(1)
         history = {k: np.asarray(v) for k, v in hist.items()}
         return X, n_iter, history, state
@@ -286,7 +301,8 @@ class SVGD(_ParticleSampler):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            A set of points, e.g. particles.
+            A set of points, e.g. particles: at least 2, and after :meth:`fit` the
+            fitted number of features.
         y : None
             Ignored; present for the scikit-learn API.
 
@@ -294,7 +310,7 @@ class SVGD(_ParticleSampler):
         -------
         float
         """
-        X = check_samples(X)
+        X = self._validate_score_X(X)
         S = evaluate_score(self.target, X, "target")
         return -self._discrepancy(X, S, None)
 
@@ -494,7 +510,8 @@ class SlicedSVGD(_ParticleSampler):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            A set of points, e.g. particles.
+            A set of points, e.g. particles: at least 2, and after :meth:`fit` the
+            fitted number of features.
         y : None
             Ignored; present for the scikit-learn API.
 
@@ -502,7 +519,7 @@ class SlicedSVGD(_ParticleSampler):
         -------
         float
         """
-        X = check_samples(X)
+        X = self._validate_score_X(X)
         S = evaluate_score(self.target, X, "target")
         warm = self._warm_state()
         state = None if warm is None else {"G": warm}

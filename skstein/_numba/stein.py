@@ -21,6 +21,10 @@ from .sliced import fast_exp
 RBF = 0
 IMQ = 1
 
+#: Smallest bandwidth the kernels take, about 1.2e-77: below it the scale constants
+#: (up to 1/h^4, in the second derivative of the profile) overflow float64.
+MIN_BANDWIDTH = float(np.finfo(np.float64).tiny) ** 0.25
+
 
 @njit(cache=True, inline="always")
 def radial_profile(code, t, p0, p1):
@@ -41,10 +45,11 @@ def radial_profile(code, t, p0, p1):
 
 def kernel_params(kernel):
     """(code, p0, p1) of a kernel object for :func:`radial_profile`."""
+    inv = (1.0 / kernel.bandwidth) / kernel.bandwidth  # no overflow in h^2 for a wide kernel
     if kernel.name == "rbf":
-        return RBF, 1.0 / (2.0 * kernel.bandwidth**2), 0.0
+        return RBF, 0.5 * inv, 0.0
     if kernel.name == "imq":
-        return IMQ, 1.0 / kernel.bandwidth**2, kernel.beta
+        return IMQ, inv, kernel.beta
     raise ValueError(f"unsupported kernel {kernel!r}")
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from numba import njit, prange
 
 from .sliced import fast_exp
-from .stein import RBF, radial_profile
+from .stein import MIN_BANDWIDTH, RBF, radial_profile
 
 
 @njit(cache=True, parallel=True)
@@ -34,7 +34,8 @@ def svgd_kernel_matrices(code, beta, scale, h, G, nx, K, K1):
 
     ``t_ij = max(nx_i + nx_j - 2 G_ij, 0)`` (zero on the diagonal). With ``h <= 0``
     the bandwidth is ``scale`` times the median of ``sqrt(t_ij)``, ``i < j`` (median of
-    the positive ones if that is zero, 1 if there are none).
+    the positive ones if that is zero, 1 if there are none), and at least
+    ``MIN_BANDWIDTH`` (whose scale constants are the largest float64 holds).
 
     Parameters
     ----------
@@ -67,8 +68,9 @@ def svgd_kernel_matrices(code, beta, scale, h, G, nx, K, K1):
             if med <= 0.0:
                 pos = buf[buf > 0.0]
                 med = np.median(pos) if pos.size > 0 else 1.0
-            h = np.sqrt(med) * scale
-    p0 = 1.0 / (2.0 * h * h) if code == RBF else 1.0 / (h * h)
+            h = max(np.sqrt(med) * scale, MIN_BANDWIDTH)
+    inv = (1.0 / h) / h  # no overflow in h * h for a wide kernel
+    p0 = 0.5 * inv if code == RBF else inv
     for i in prange(n):
         K[i, i] = 1.0
         K1[i, i] = radial_profile(code, 0.0, p0, beta)[1]

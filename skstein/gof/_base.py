@@ -2,17 +2,24 @@
 
 import numbers
 import warnings
+from contextlib import contextmanager
 
 import numpy as np
-from sklearn.utils.validation import validate_data
 
 from .._bootstrap import BOOTSTRAPS, aggregate_minp, bootstrap_threshold
 from .._estimator import RandomStateTagsMixin, is_fitted, model_dim
 from .._result import GOFTestResult
-from .._validation import check_alpha, check_choice, check_positive_int, resolve_score
+from .._validation import (
+    check_alpha,
+    check_choice,
+    check_positive_int,
+    resolve_score,
+    validate_samples,
+)
 from ..kernels import KERNELS
 
-__all__ = ["SteinTestMixin", "is_fitted", "aggregated_result"]
+__all__ = ["SteinTestMixin", "is_fitted", "aggregated_result", "split_sample",
+           "on_training_part"]
 
 
 def aggregated_result(stats, null, method, bandwidths, *, alpha, **fields):
@@ -75,7 +82,7 @@ class SteinTestMixin(RandomStateTagsMixin):
             )
 
     def _validate_X(self, X, reset):
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2, reset=reset)
+        X = validate_samples(self, X, reset=reset)
         if reset:
             self._check_model_dim()
         return X
@@ -103,6 +110,17 @@ def split_sample(X, train_size, rng):
             f"X has {n} samples.")
     perm = rng.permutation(n)
     return X[np.sort(perm[:n_train])], X[np.sort(perm[n_train:])]
+
+
+@contextmanager
+def on_training_part(X_train, train_size):
+    """Say where a ValueError raised while learning on the training part of a split
+    comes from (its messages speak of the X they were given, the training part)."""
+    try:
+        yield
+    except ValueError as exc:
+        raise ValueError(f"learning on the train_size={train_size!r} part of X "
+                         f"({X_train.shape[0]} samples): {exc}") from exc
 
 
 class BaselineTestMixin(SteinTestMixin):

@@ -106,8 +106,8 @@ def _prepare(est, X, rng):
     if is_fitted(est) and _is_fitted_kernel(kern):
         X = check_discrete_samples(X)
         if X.shape[1] != est.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} was fitted "
-                             f"on {est.n_features_in_}.")
+            raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} is "
+                             f"expecting {est.n_features_in_} features as input.")
         nvals = model_n_values(est.model, X.shape[1])
         X = check_discrete_samples(X, nvals)
     else:

@@ -28,8 +28,8 @@ from ..features import (
     fssd_power_criterion,
     gaussian_locations,
 )
-from ..kernels import KERNELS, make_kernel
-from ._base import BaselineTestMixin, is_fitted, split_sample
+from ..kernels import KERNELS, check_bandwidth, make_kernel
+from ._base import BaselineTestMixin, is_fitted, on_training_part, split_sample
 
 __all__ = ["FSSDTest"]
 
@@ -165,6 +165,10 @@ class FSSDTest(BaselineTestMixin, BaseEstimator):
         check_positive_float(self.tol, "tol")
         check_positive_float(self.reg, "reg")
         check_positive_int(self.max_memory, "max_memory")
+        if isinstance(self.bandwidth, str):
+            check_choice(self.bandwidth, "bandwidth", ("median",))
+        else:
+            check_bandwidth(self.bandwidth)
         make_kernel(self.kernel, 1.0, self.kernel_params)  # validates kernel_params
 
     # -- learning ---------------------------------------------------------
@@ -260,9 +264,10 @@ class FSSDTest(BaselineTestMixin, BaseEstimator):
             split_rng, learn_rng = rng.spawn(2)
             if opt:
                 Xtr, X = split_sample(X, self.train_size, split_rng)
+                with on_training_part(Xtr, self.train_size):
+                    V, h, _, _ = self._learn(Xtr, learn_rng)
             else:
-                Xtr = X
-            V, h, _, _ = self._learn(Xtr, learn_rng)
+                V, h, _, _ = self._learn(X, learn_rng)
         if V.shape[1] != X.shape[1]:
             raise ValueError(f"X has {X.shape[1]} features but the locations have {V.shape[1]}.")
         S = evaluate_score(self.model, X, "model")

@@ -4,6 +4,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from .._bootstrap import bootstrap_pvalue, bootstrap_threshold, bootstrap_weights
+from .._estimator import discrete_input_tags
 from .._random import as_generator
 from .._result import GOFTestResult
 from .._validation import check_positive_int, check_samples, evaluate_score
@@ -146,6 +147,9 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         self.random_state = random_state
         self.max_memory = max_memory
         self.operator = operator
+
+    def __sklearn_tags__(self):
+        return discrete_input_tags(super().__sklearn_tags__(), self.model)
 
     def _aggregated(self):
         """Whether ``bandwidth`` asks for a collection."""

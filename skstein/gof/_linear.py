@@ -28,7 +28,7 @@ from .._numba.stein import kernel_params as _kernel_code
 from .._random import as_generator
 from .._result import GOFTestResult
 from .._validation import check_choice, check_samples, evaluate_score
-from ..discrepancy import resolve_bandwidth
+from ..discrepancy import check_stein_finite, resolve_bandwidth
 from ..kernels import KERNELS, make_kernel
 from ._base import BaselineTestMixin, is_fitted
 
@@ -43,6 +43,7 @@ def linear_stein_terms(X, S, kernel):
     out = np.empty(m)
     with numba_threads(1) if m * X.shape[1] < 2**16 else nullcontext():
         stein_pairs(code, p0, p1, X[:m], X[m:2 * m], S[:m], S[m:2 * m], out)
+    check_stein_finite(out)
     return out
 
 

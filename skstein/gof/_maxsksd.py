@@ -34,7 +34,7 @@ from ..discrepancy import (
     sliced_sums_and_forms,
     sliced_value_and_grad,
 )
-from ._base import SteinTestMixin, aggregated_result, is_fitted, split_sample
+from ._base import SteinTestMixin, aggregated_result, is_fitted, on_training_part, split_sample
 
 __all__ = ["MaxSKSDTest"]
 
@@ -335,7 +335,8 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
             X = check_samples(X, min_samples=4)
             split_rng, search_rng = rng.spawn(2)
             Xtr, X = self._split(X, split_rng)
-            candidates = self._search(Xtr, search_rng).candidates
+            with on_training_part(Xtr, self.train_size):
+                candidates = self._search(Xtr, search_rng).candidates
         tb = self.test_bandwidth
         collection = is_collection(tb) or (tb is not None and not isinstance(tb, str)
                                            and np.ndim(tb) == 2)

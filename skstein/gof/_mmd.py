@@ -25,7 +25,7 @@ from .._random import as_generator
 from .._result import GOFTestResult
 from .._validation import check_positive_int, check_samples
 from ..discrepancy import resolve_bandwidth
-from ..kernels import RBF
+from ..kernels import RBF, inverse_square
 from ._base import BaselineTestMixin, is_fitted
 
 __all__ = ["MMDGOFTest", "mmd_u", "mmd_permutation_null"]
@@ -35,7 +35,7 @@ def _gram_zero_diag(Z, h):
     sq = np.einsum("ij,ij->i", Z, Z)
     D2 = sq[:, None] + sq[None, :] - 2.0 * (Z @ Z.T)
     np.maximum(D2, 0.0, out=D2)
-    D2 *= -1.0 / (2.0 * h * h)
+    D2 *= -0.5 * inverse_square(h)
     K = np.exp(D2, out=D2)
     np.fill_diagonal(K, 0.0)
     return K

@@ -1,9 +1,9 @@
 """Shared parts of the relative tests: validation and the training split."""
 
 import numpy as np
-from sklearn.utils.validation import validate_data
 
 from .._estimator import RandomStateTagsMixin, model_dim
+from .._validation import validate_samples
 
 __all__ = ["RelativeMixin", "check_train_size", "train_rows"]
 
@@ -22,7 +22,7 @@ class RelativeMixin(RandomStateTagsMixin):
                 )
 
     def _validate_X(self, X, reset):
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=3, reset=reset)
+        X = validate_samples(self, X, reset=reset, min_samples=3)
         if reset:
             self._check_model_dims()
         return X

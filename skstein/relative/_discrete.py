@@ -76,8 +76,8 @@ def _prepare(est, X, rng, use_fitted=True):
     kern = getattr(est, "kernel_", None)
     if use_fitted and is_fitted(est) and _is_fitted_kernel(kern):
         if X0.shape[1] != est.n_features_in_:
-            raise ValueError(f"X has {X0.shape[1]} features, but {type(est).__name__} was "
-                             f"fitted on {est.n_features_in_}.")
+            raise ValueError(f"X has {X0.shape[1]} features, but {type(est).__name__} is "
+                             f"expecting {est.n_features_in_} features as input.")
         return check_discrete_samples(X0, nvals, min_samples=3), nvals, kern
     collection = is_collection(est.bandwidth)
     first = 1.0 if collection else est.bandwidth  # a collection is resolved below

@@ -3,7 +3,7 @@
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._estimator import is_fitted
+from .._estimator import discrete_input_tags, is_fitted
 from .._random import as_generator
 from .._result import RelativeTestResult
 from .._validation import (
@@ -334,6 +334,9 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         self.random_state = random_state
         self.max_memory = max_memory
         self.operator = operator
+
+    def __sklearn_tags__(self):
+        return discrete_input_tags(super().__sklearn_tags__(), self.model_p, self.model_q)
 
     def _check_params(self):
         check_choice(self.discrepancy, "discrepancy", DISCREPANCIES)
