@@ -50,8 +50,6 @@ __all__ = [
     "median_bandwidth_1d",
     "bandwidth_grid",
     "bandwidth_factor_grid",
-    "check_bandwidth",
-    "inverse_square",
     "KERNELS",
     "MIN_BANDWIDTH",
 ]

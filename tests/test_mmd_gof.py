@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -120,3 +122,16 @@ def test_clone_and_grid_search():
     assert clone(test).get_params()["n_permutations"] == 1000
     grid = GridSearchCV(test, {"bandwidth": [0.5, 1.0, 2.0]}, cv=3).fit(X)
     assert np.isfinite(grid.best_score_)
+
+
+def test_overflowing_distances_are_refused_by_name():
+    # found by tests/test_fuzz.py: a row of 1e200 made the Gram trick overflow (inf - inf)
+    X = np.zeros((4, 6))
+    X[0, 0] = 1e200
+    test = MMDGOFTest(Gaussian(np.zeros(6)), bandwidth=1.0, n_permutations=20, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ValueError, match="X: the squared distances"):
+            test.test(X)
+        with pytest.raises(ValueError, match="X and Y"):
+            mmd_u(X, np.zeros((3, 6)), 1.0)

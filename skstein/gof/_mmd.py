@@ -31,8 +31,13 @@ from ._base import BaselineTestMixin, is_fitted
 __all__ = ["MMDGOFTest", "mmd_u", "mmd_permutation_null"]
 
 
-def _gram_zero_diag(Z, h):
-    sq = np.einsum("ij,ij->i", Z, Z)
+def _gram_zero_diag(Z, h, name="X"):
+    with np.errstate(over="ignore", invalid="ignore"):
+        sq = np.einsum("ij,ij->i", Z, Z)
+    # the pooled squared norms bound every squared distance by 4 max(sq)
+    if not np.isfinite(4.0 * sq.max(initial=0.0)):
+        raise ValueError(f"{name}: the squared distances of the pooled sample overflow "
+                         "float64; rescale the data.")
     D2 = sq[:, None] + sq[None, :] - 2.0 * (Z @ Z.T)
     np.maximum(D2, 0.0, out=D2)
     D2 *= -0.5 * inverse_square(h)
@@ -53,7 +58,7 @@ def mmd_u(X, Y, bandwidth):
     if X.shape[1] != Y.shape[1]:
         raise ValueError(f"X has {X.shape[1]} features but Y has {Y.shape[1]}.")
     h = RBF(bandwidth).bandwidth
-    K0 = _gram_zero_diag(np.vstack([X, Y]), h)
+    K0 = _gram_zero_diag(np.vstack([X, Y]), h, name="X and Y")
     return _pooled_mmd(K0, X.shape[0])
 
 
