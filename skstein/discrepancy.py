@@ -25,7 +25,8 @@ from ._numba import numba_threads
 from ._numba.sliced import IMQ as _SLICED_IMQ
 from ._numba.sliced import RBF as _SLICED_RBF
 from ._numba.bootstrap import add_weighted_forms
-from ._numba.sliced import sliced_stein_rows, sliced_stein_upper
+from ._numba.learning import sliced_grad_upper
+from ._numba.sliced import shared_direction_rows, sliced_stein_rows, sliced_stein_upper
 from ._bootstrap import FORM_BLOCK, block_forms, bootstrap_forms
 from ._numba.stein import kernel_params, stein_block_inplace, stein_upper_multi
 from ._validation import check_choice, check_samples, evaluate_score
@@ -592,7 +593,7 @@ def sliced_stein_sums(X, S, directions, slices, bandwidths, *, kernel="rbf",
 
 #: ``n x n`` temporaries of the shared-direction pass (it runs when they fit in
 #: ``max_memory``; otherwise the general pass does the same sums).
-SHARED_DIRECTION_ARRAYS = 8
+SHARED_DIRECTION_ARRAYS = 3
 
 
 def _shared_direction_sums(X, S, g, slices, bandwidth, kernel, kernel_params, return_matrix):
@@ -617,24 +618,18 @@ def _shared_direction_sums(X, S, g, slices, bandwidth, kernel, kernel_params, re
     c = slices @ g
     code, p0, p1 = _sliced_kernel_params(kernel, np.full(len(c), bandwidth), kernel_params)
     diag_k = _sliced_diag(code, p0, p1, A, c)
-    u = X @ g
-    delta = u[:, None] - u[None, :]
-    t = delta * delta
-    K, K1, K2 = make_kernel(kernel, bandwidth, kernel_params).profile(t)
-    np.fill_diagonal(K, 0.0)
+    u = np.ascontiguousarray(X @ g)
     b = A @ c
-    W = delta * K1
-    rest = 2.0 * K1 + 4.0 * t * K2
-    np.fill_diagonal(rest, 0.0)
-    H = K * (A @ A.T)
-    H -= 2.0 * W * (b[:, None] - b[None, :])
-    H -= (c @ c) * rest
-    np.fill_diagonal(H, 0.0)
-    pair_sums = (np.einsum("ik,ik->k", A, K @ A) - 4.0 * c * (A.T @ W.sum(axis=1))
-                 - c * c * rest.sum())
-    upper = np.triu(H, 1) if return_matrix else None
-    return SlicedSteinSums(n, float(H.sum()), diag_k.sum(axis=1), H.sum(axis=1), upper,
-                           pair_sums, diag_k.sum(axis=0))
+    AA = A @ A.T
+    H = np.empty((n, n))
+    K = np.empty((n, n))
+    hrow, wrow, rrow = np.empty(n), np.empty(n), np.empty(n)
+    with _threads_for(n, n, 1):
+        shared_direction_rows(code, float(p0[0]), p1, u, b, float(c @ c), AA, return_matrix,
+                              H, K, hrow, wrow, rrow)
+    pair_sums = np.einsum("ik,ik->k", A, K @ A) - 4.0 * c * (A.T @ wrow) - c * c * rrow.sum()
+    return SlicedSteinSums(n, float(hrow.sum()), diag_k.sum(axis=1), hrow,
+                           H if return_matrix else None, pair_sums, diag_k.sum(axis=0))
 
 
 def sliced_stein_row_blocks(X, S, directions, slices, bandwidths, *, kernel="rbf",
@@ -677,16 +672,15 @@ def sliced_value_and_grad(X, S, directions, slices, bandwidths, *, kernel="rbf",
     U, A, c = sliced_projections(X, S, directions, slices)
     m = U.shape[1]
     code, p0, p1 = _sliced_kernel_params(kernel, bandwidths, kernel_params)
-    rows = np.empty((n, m))
+    hsum = np.empty(m)
+    psisum = np.empty(m)
     rho = np.empty((n, m))
-    psi = np.empty((n, m))
     beta = np.empty((n, m))
-    with _threads_for(n, n, m):
-        sliced_stein_rows(code, p0, p1, U, A, c, 0, True, False, np.empty((1, 1)), rows, rho,
-                          beta, psi)
+    with _threads_for(n, n // 2, m):
+        sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum)
     scale = 1.0 / (n * (n - 1.0))
-    psisum = psi.sum(axis=0)
-    values = rows.sum(axis=0) * scale
+    psisum *= 2.0  # over ordered pairs
+    values = 2.0 * hsum * scale
     check_stein_finite(values)
     with np.errstate(over="ignore", invalid="ignore"):
         grad_G = (2.0 * (rho.T @ X) + psisum[:, None] * slices) * scale  # beta is not needed

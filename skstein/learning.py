@@ -51,7 +51,6 @@ from sklearn.base import BaseEstimator
 
 from ._numba import numba_threads
 from ._numba.learning import sliced_grad_upper, stein_grad_block
-from ._numba.sliced import sliced_stein_rows
 from ._numba.stein import kernel_params as _kernel_params
 from ._random import as_generator
 from ._validation import (
@@ -66,6 +65,7 @@ from .directions import OPTIMIZERS, VARIANTS, _Adam, _ascent_step, _first_start,
 from .discrepancy import (
     DEFAULT_MAX_MEMORY,
     _sliced_kernel_params,
+    _threads_for,
     check_directions,
     resolve_bandwidth,
     resolve_sliced_bandwidth,
@@ -78,10 +78,6 @@ __all__ = ["SteinGradient", "ksd_value_and_grad", "sliced_ksd_value_and_grad",
 
 #: Below this many kernel evaluations a row-parallel pass runs on one thread.
 SERIAL_EVALUATIONS = 2**16
-#: Up to this many (pair, slice) evaluations the sliced gradient pass visits each pair
-#: once, serially; beyond it, full rows in parallel (each pair twice). The choice
-#: depends on the problem size only, so the numbers do not depend on the thread count.
-SYMMETRIC_MAX_EVALUATIONS = 2**24
 
 
 @dataclass(frozen=True)
@@ -228,16 +224,11 @@ def _sliced_pass(code, p0, p1, U, A, c):
     n, m = U.shape
     rho = np.empty((n, m))
     beta = np.empty((n, m))
-    if n * n * m <= SYMMETRIC_MAX_EVALUATIONS:
-        hsum = np.empty(m)
-        psisum = np.empty(m)
+    hsum = np.empty(m)
+    psisum = np.empty(m)
+    with _threads_for(n, n // 2, m):
         sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum)
-        return 2.0 * hsum, rho, beta, 2.0 * psisum
-    rows = np.empty((n, m))
-    psi = np.empty((n, m))
-    sliced_stein_rows(code, p0, p1, U, A, c, 0, True, False, np.empty((1, 1)), rows, rho,
-                      beta, psi)
-    return rows.sum(axis=0), rho, beta, psi.sum(axis=0)
+    return 2.0 * hsum, rho, beta, 2.0 * psisum
 
 
 def sliced_ksd_value_and_grad(X, S, directions=None, slices=None, *, kernel="rbf",

@@ -1,8 +1,10 @@
 """Gradients of the Stein discrepancies for model learning (skstein.learning)."""
 
+from contextlib import nullcontext
+from functools import partial
+
 import numpy as np
 import pytest
-from functools import partial
 
 from _reference import imq_parts, rbf_parts, stein_matrix_loop
 from skstein import ksd, max_sksd
@@ -235,17 +237,36 @@ def test_symmetric_pass_matches_row_pass(code, p1):
     np.testing.assert_allclose(beta2, beta, rtol=1e-10, atol=1e-12)
 
 
-def test_large_sliced_problem_takes_the_parallel_path(monkeypatch):
-    import skstein.learning as L
+@pytest.mark.parametrize("n", [2, 3, 33, 64, 97, 1100])
+def test_tiled_pass_covers_every_pair_once_for_any_thread_count(n):
+    # the row blocks and round-robin tiles depend on n alone: every unordered pair is
+    # visited once (checked against the full-row pass) and the numbers are bitwise the
+    # same on one thread and on all of them
+    from skstein._numba.learning import pair_blocks
 
-    X, S, G, R, h = _sliced_problem(60, 4, 4, seed=8)
-    ref = sliced_ksd_value_and_grad(X, S, G, R, bandwidth=h, grad_directions=True)
-    monkeypatch.setattr(L, "SYMMETRIC_MAX_EVALUATIONS", 10)
-    got = sliced_ksd_value_and_grad(X, S, G, R, bandwidth=h, grad_directions=True)
-    np.testing.assert_allclose(got.value, ref.value, rtol=1e-11)
-    for a, b in [(got.grad_scores, ref.grad_scores), (got.grad_points, ref.grad_points),
-                 (got.grad_directions, ref.grad_directions)]:
-        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-13)
+    assert pair_blocks(n) % 2 == 0
+    m = 3
+    X, S, G, R, h = _sliced_problem(n, 4, m, seed=9)
+    U, A = np.ascontiguousarray(X @ G.T), np.ascontiguousarray(S @ R.T)
+    c = np.einsum("kd,kd->k", R, G)
+    p0 = 1 / (2 * h**2)
+    rows, rho, beta, psi = (np.empty((n, m)) for _ in range(4))
+    sliced_stein_rows(RBF, p0, 0.0, U, A, c, 0, True, False, np.empty((1, 1)), rows, rho,
+                      beta, psi)
+    outs = []
+    for threads in (1, None):
+        hs, ps = np.empty(m), np.empty(m)
+        rho2, beta2 = np.empty((n, m)), np.empty((n, m))
+        with numba_threads(threads) if threads else nullcontext():
+            sliced_grad_upper(RBF, p0, 0.0, U, A, c, hs, rho2, beta2, ps)
+        outs.append((hs, ps, rho2, beta2))
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)
+    hs, ps, rho2, beta2 = outs[0]
+    np.testing.assert_allclose(2 * hs, rows.sum(axis=0), rtol=1e-10)
+    np.testing.assert_allclose(2 * ps, psi.sum(axis=0), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(rho2, rho, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(beta2, beta, rtol=1e-9, atol=1e-12)
 
 
 def test_fast_exp_under_contraction_is_accurate():

@@ -30,7 +30,8 @@ and their row sums; the caller finishes with BLAS products, e.g.
     \frac{\partial h_k}{\partial a_j} = K a_i + 2c\,\delta K'.
 
 :func:`sliced_grad_upper` visits each unordered pair once and adds its terms to
-both rows (a serial pass: deterministic, half the work of full rows).
+both rows (half the work of full rows), in parallel over tiles of row blocks whose
+schedule depends on ``N`` only, so the numbers do not depend on the thread count.
 No ``N x N x D`` array is formed anywhere.
 """
 
@@ -39,7 +40,7 @@ from numba import njit, prange
 
 from .sliced import RBF, fast_exp
 
-__all__ = ["radial_profile3", "stein_grad_block", "sliced_grad_upper"]
+__all__ = ["radial_profile3", "stein_grad_block", "sliced_grad_upper", "pair_blocks"]
 
 
 @njit(cache=True, inline="always")
@@ -138,7 +139,89 @@ def _pair_terms(t, d, kk, k1, k2, k3, ck, ai, aj):
     return h, phi, psi, kk * aj - 2.0 * cdk1, kk * ai + 2.0 * cdk1
 
 
-@njit(cache=True, fastmath={"contract"})
+@njit(cache=True, inline="always", fastmath={"contract"})
+def _pairs_of_row(code, half, p1, p0, c, U, A, i, j0, j1, hrow, psirow, rho, beta):
+    """Pairs ``(i, j)`` for ``j0 <= j < j1`` (``j != i``): terms added to rows ``i`` and ``j``.
+
+    ``h`` and ``psi`` of each unordered pair go to row ``i`` only (``hrow``, ``psirow``),
+    ``phi`` and the ``a`` derivatives to both rows.
+    """
+    m = U.shape[1]
+    ui = U[i]
+    ai = A[i]
+    h_i = hrow[i]
+    psi_i = psirow[i]
+    rho_i = rho[i]
+    beta_i = beta[i]
+    for j in range(j0, j1):
+        uj = U[j]
+        aj = A[j]
+        rho_j = rho[j]
+        beta_j = beta[j]
+        if code == RBF:
+            # the same terms with K = E, K' = -qE, K'' = q^2 E, K''' = -q^3 E written
+            # out (w = 1 - 2tq): fewer operations in the hot loop
+            for k in range(m):
+                d = ui[k] - uj[k]
+                q = p0[k]
+                ck = c[k]
+                tq = d * d * q
+                e = fast_exp(-tq)
+                w = 1.0 - 2.0 * tq
+                dif = ai[k] - aj[k]
+                aa = ai[k] * aj[k]
+                cd = ck * d
+                eq = e * q
+                h_i[k] += e * aa + 2.0 * eq * (cd * dif + ck * ck * w)
+                psi_i[k] += 2.0 * eq * (d * dif + 2.0 * ck * w)
+                phi = eq * (2.0 * ck * dif * w - 2.0 * d * aa - cd * ck * q * (4.0 * w + 8.0))
+                rho_i[k] += phi
+                rho_j[k] -= phi
+                beta_i[k] += e * aj[k] + 2.0 * eq * cd
+                beta_j[k] += e * ai[k] - 2.0 * eq * cd
+        else:
+            for k in range(m):
+                d = ui[k] - uj[k]
+                t = d * d
+                q = p0[k]
+                base = 1.0 + t * q
+                kk = _imq_k(base, p1, half)
+                ib = 1.0 / base
+                k1 = p1 * q * kk * ib
+                k2 = (p1 - 1.0) * q * k1 * ib
+                k3 = (p1 - 2.0) * q * k2 * ib
+                h, phi, psi, bi, bj = _pair_terms(t, d, kk, k1, k2, k3, c[k], ai[k], aj[k])
+                h_i[k] += h
+                psi_i[k] += psi
+                rho_i[k] += phi
+                rho_j[k] -= phi
+                beta_i[k] += bi
+                beta_j[k] += bj
+
+
+#: Most row blocks of the tiled symmetric pass (an even number).
+MAX_PAIR_BLOCKS = 32
+
+
+@njit(cache=True)
+def pair_blocks(n):
+    """Number of row blocks of :func:`sliced_grad_upper`: even, fixed by ``n`` alone."""
+    return 2 * max(1, min(MAX_PAIR_BLOCKS // 2, n // 32))
+
+
+@njit(cache=True, inline="always")
+def _round_robin(r, s, nb):
+    """Tile ``s`` of round ``r`` of a round-robin over ``nb`` (even) blocks: ``(I, J)``.
+
+    Over the rounds ``r = 0 .. nb - 2`` every pair of distinct blocks meets exactly
+    once, and within a round each block is in exactly one tile (the circle method).
+    """
+    if s == 0:
+        return r, nb - 1
+    return (r + s) % (nb - 1), (r - s + nb - 1) % (nb - 1)
+
+
+@njit(cache=True, parallel=True, fastmath={"contract"})
 def sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum):
     r"""Sliced Stein kernels and their derivatives over the pairs ``i < j``, both rows filled.
 
@@ -152,8 +235,13 @@ def sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum):
     and per pair :math:`\mathrm{hsum}_k = \sum_{i<j} h_k(i, j)`,
     :math:`\mathrm{psisum}_k = \sum_{i<j} \psi_k(i, j)` (half the ordered-pair sums).
     Each unordered pair is evaluated once and added to both rows, using
-    :math:`\phi_k(j, i) = -\phi_k(i, j)`; the pass is serial, so the result is the
-    same on every run.
+    :math:`\phi_k(j, i) = -\phi_k(i, j)`.
+
+    The rows are cut into :func:`pair_blocks` blocks (a number fixed by ``N``) and
+    the tiles of block pairs are visited in round-robin rounds: the tiles of one
+    round touch disjoint rows and run in parallel, the rounds one after another.
+    Every output row receives its terms in one fixed order, so the result is bitwise
+    the same for any number of threads.
 
     Parameters
     ----------
@@ -174,57 +262,27 @@ def sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum):
     """
     n, m = U.shape
     half = p1 == -0.5
-    hsum[:] = 0.0
-    psisum[:] = 0.0
+    nb = pair_blocks(n)
+    hrow = np.zeros((n, m))
+    psirow = np.zeros((n, m))
     rho[:, :] = 0.0
     beta[:, :] = 0.0
+    for b in prange(nb):  # the diagonal tiles
+        hi = (b + 1) * n // nb
+        for i in range(b * n // nb, hi):
+            _pairs_of_row(code, half, p1, p0, c, U, A, i, i + 1, hi, hrow, psirow, rho, beta)
+    for r in range(nb - 1):
+        for s in prange(nb // 2):
+            bi, bj = _round_robin(r, s, nb)
+            jlo = bj * n // nb
+            jhi = (bj + 1) * n // nb
+            for i in range(bi * n // nb, (bi + 1) * n // nb):
+                _pairs_of_row(code, half, p1, p0, c, U, A, i, jlo, jhi, hrow, psirow, rho,
+                              beta)
+    hsum[:] = 0.0
+    psisum[:] = 0.0
     for i in range(n):
-        ui = U[i]
-        ai = A[i]
-        rho_i = rho[i]
-        beta_i = beta[i]
-        for j in range(i + 1, n):
-            uj = U[j]
-            aj = A[j]
-            rho_j = rho[j]
-            beta_j = beta[j]
-            if code == RBF:
-                # the same terms with K = E, K' = -qE, K'' = q^2 E, K''' = -q^3 E written
-                # out (w = 1 - 2tq): fewer operations in the hot loop
-                for k in range(m):
-                    d = ui[k] - uj[k]
-                    q = p0[k]
-                    ck = c[k]
-                    tq = d * d * q
-                    e = fast_exp(-tq)
-                    w = 1.0 - 2.0 * tq
-                    dif = ai[k] - aj[k]
-                    aa = ai[k] * aj[k]
-                    cd = ck * d
-                    eq = e * q
-                    hsum[k] += e * aa + 2.0 * eq * (cd * dif + ck * ck * w)
-                    psisum[k] += 2.0 * eq * (d * dif + 2.0 * ck * w)
-                    phi = eq * (2.0 * ck * dif * w - 2.0 * d * aa - cd * ck * q * (4.0 * w + 8.0))
-                    rho_i[k] += phi
-                    rho_j[k] -= phi
-                    beta_i[k] += e * aj[k] + 2.0 * eq * cd
-                    beta_j[k] += e * ai[k] - 2.0 * eq * cd
-            else:
-                for k in range(m):
-                    d = ui[k] - uj[k]
-                    t = d * d
-                    q = p0[k]
-                    base = 1.0 + t * q
-                    kk = _imq_k(base, p1, half)
-                    ib = 1.0 / base
-                    k1 = p1 * q * kk * ib
-                    k2 = (p1 - 1.0) * q * k1 * ib
-                    k3 = (p1 - 2.0) * q * k2 * ib
-                    h, phi, psi, bi, bj = _pair_terms(t, d, kk, k1, k2, k3, c[k], ai[k], aj[k])
-                    hsum[k] += h
-                    psisum[k] += psi
-                    rho_i[k] += phi
-                    rho_j[k] -= phi
-                    beta_i[k] += bi
-                    beta_j[k] += bj
+        for k in range(m):
+            hsum[k] += hrow[i, k]
+            psisum[k] += psirow[i, k]
     return hsum
