@@ -130,8 +130,8 @@ def _pair_h(code, half, p1, ui, ai, uj, aj, c, p0, acc, tmp):
             ck = c[k]
             tq = d * d * q
             e = fast_exp(-tq)
-            h = e * (ai[k] * aj[k] + 2.0 * q * (ck * d * (ai[k] - aj[k])
-                                                 + ck * ck * (1.0 - 2.0 * tq)))
+            cross = ck * d * (ai[k] - aj[k]) + ck * ck * (1.0 - 2.0 * tq)
+            h = e * (ai[k] * aj[k] + 2.0 * q * cross)
             acc[k] += h
             tmp[k] = h
     elif half:
