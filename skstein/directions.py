@@ -69,8 +69,8 @@ import numbers
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
+from ._numba import blas_threads
 from ._random import as_generator
 from ._validation import (
     check_bool,
@@ -670,7 +670,7 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
 
     # the matrix products of a step are small (m x n x d); one BLAS thread avoids the
     # thread pools of BLAS and numba competing for the same cores
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_threads(1):
         if auto:
             # the Stein moments are estimates that improve with every point (a spike in
             # 50 dimensions stands out of 200 points, not of 150), so they use the whole

@@ -21,7 +21,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numba  # noqa: E402
 
-__all__ = ["numba_threads"]
+__all__ = ["numba_threads", "blas_threads"]
 
 
 @contextlib.contextmanager
@@ -36,3 +36,21 @@ def numba_threads(n):
         yield
     finally:
         numba.set_num_threads(old)
+
+
+_CONTROLLER = None
+
+
+def blas_threads(n):
+    """Context manager: at most ``n`` BLAS threads in the enclosed block.
+
+    Like ``threadpoolctl.threadpool_limits(n, user_api="blas")``, but the scan of the
+    loaded libraries (reading ``/proc/self/maps``, about 7 ms) is done once per
+    process and kept, so hot loops such as ``partial_fit`` steps can afford it.
+    """
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        from threadpoolctl import ThreadpoolController
+
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=n, user_api="blas")

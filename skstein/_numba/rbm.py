@@ -25,20 +25,28 @@ def gauss_bernoulli_gibbs(X, B, BT, b, c, U, E):
     dh = B.shape[1]
     steps = U.shape[0]
     for i in prange(n):
+        a = np.empty(dh)
         h = np.empty(dh)
+        m = np.empty(dx)
         for t in range(steps):
             xi = X[i]
-            for k in range(dh):
-                bk = BT[k]
-                a = 0.0
-                for d in range(dx):
-                    a += xi[d] * bk[d]
-                a = c[k] + 0.5 * a
-                h[k] = 1.0 if U[t, i, k] * (1.0 + np.exp(-2.0 * a)) < 1.0 else -1.0
+            # the dot products run over d (then k) in order for every unit, as plain
+            # sums would; only the independent units are computed side by side
+            a[:] = 0.0
             for d in range(dx):
+                xd = xi[d]
                 bd = B[d]
-                m = 0.0
                 for k in range(dh):
-                    m += bd[k] * h[k]
-                X[i, d] = b[d] + 0.5 * m + E[t, i, d]
+                    a[k] += xd * bd[k]
+            for k in range(dh):
+                ak = c[k] + 0.5 * a[k]
+                h[k] = 1.0 if U[t, i, k] * (1.0 + np.exp(-2.0 * ak)) < 1.0 else -1.0
+            m[:] = 0.0
+            for k in range(dh):
+                hk = h[k]
+                bk = BT[k]
+                for d in range(dx):
+                    m[d] += bk[d] * hk
+            for d in range(dx):
+                X[i, d] = b[d] + 0.5 * m[d] + E[t, i, d]
     return X

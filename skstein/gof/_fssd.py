@@ -5,9 +5,9 @@ import numbers
 import numpy as np
 from scipy.optimize import minimize
 from sklearn.base import BaseEstimator
-from threadpoolctl import threadpool_limits
 
 from .._bootstrap import bootstrap_pvalue, bootstrap_threshold
+from .._numba import blas_threads
 from .._random import as_generator
 from .._result import GOFTestResult
 from .._validation import (
@@ -221,7 +221,7 @@ class FSSDTest(BaselineTestMixin, BaseEstimator):
         # a small problem: waking BLAS threads at every L-BFGS-B step costs more than the
         # step (measured on 2 cores: an FSSD-opt test at n = 300, D = 2 took 68 ms, 15 ms
         # with one BLAS thread)
-        with threadpool_limits(limits=1, user_api="blas"):
+        with blas_threads(1):
             res = minimize(objective, x0, jac=True, method="L-BFGS-B", bounds=bounds,
                            options={"maxiter": int(self.max_iter), "ftol": float(self.tol),
                                     "gtol": 1e-7})

@@ -3,9 +3,9 @@
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from threadpoolctl import threadpool_limits
 
 from .._bootstrap import bootstrap_pvalue, bootstrap_threshold, bootstrap_weights
+from .._numba import blas_threads
 from .._random import as_generator
 from .._result import GOFTestResult
 from .._validation import (
@@ -304,7 +304,7 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
             h = resolve_sliced_bandwidth(X @ G.T, self.bandwidth, random_state=state["rng"])
         S = evaluate_score(self.model, X, "model")
         learn_r = self.variant == "rg"
-        with threadpool_limits(limits=1, user_api="blas"):
+        with blas_threads(1):
             _, gG, gR = sliced_value_and_grad(X, S, G, R, h, kernel=self.kernel,
                                               kernel_params=self.kernel_params,
                                               grad_slices=learn_r)
