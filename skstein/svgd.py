@@ -41,6 +41,8 @@ OPTIMIZERS = ("sgd", "adagrad", "adam")
 #: Largest magnitude whose square float64 holds (the adaptive steps square the direction).
 _MAX_SQUARABLE = float(np.sqrt(np.finfo(np.float64).max))
 BANDWIDTHS = ("median", "median-log")
+#: the slice rules of :class:`SlicedSVGD`
+SLICE_RULES = ("axes", "score")
 
 
 class _Optimizer:
@@ -315,6 +317,23 @@ class SVGD(_ParticleSampler):
         return -self._discrepancy(X, S, None)
 
 
+def score_frame(S):
+    """Orthonormal rows: eigenvectors of the covariance of the scores ``S``, largest first.
+
+    Each row's sign makes its largest-magnitude entry positive, so the frame does
+    not depend on the eigensolver's sign convention.
+    """
+    w, V = np.linalg.eigh(np.atleast_2d(np.cov(S.T)))
+    R = V[:, ::-1].T
+    k = np.argmax(np.abs(R), axis=1)
+    R *= np.sign(R[np.arange(R.shape[0]), k])[:, None]
+    return np.ascontiguousarray(R)
+
+
+def _is_identity(R):
+    return bool(np.array_equal(R, np.eye(R.shape[0])))
+
+
 def _moved(X, ref):
     """Root-mean-square displacement from ``ref`` over the spread of ``ref`` (inf if None)."""
     if ref is None:
@@ -346,6 +365,22 @@ class SlicedSVGD(_ParticleSampler):
     once settled, against 1-30% while travelling.) The per-dimension bandwidths are
     medians of the projections, refreshed every ``bandwidth_every`` iterations.
 
+    With ``slices="score"`` the slices are not the axes but the eigenvectors of the
+    covariance of the target's scores at the initial particles, kept for the run;
+    the update is then :math:`\phi(x) = \sum_d r_d \phi_d(x)` with :math:`s_d =
+    r_d^\top s_p` and :math:`G_{dd}` replaced by :math:`r_d^\top g_d`: the same
+    algorithm in the rotated coordinates :math:`Rx`. For a Gaussian target
+    :math:`N(\mu, \Sigma)` and isotropic initial particles these are the target's
+    principal axes (the score covariance is :math:`\Sigma^{-1} C \Sigma^{-1}` for
+    particles with covariance :math:`C`), in which the coordinates are independent.
+    Along the axes, one 1-D kernel per coordinate cannot spread correlated
+    coordinates: on :math:`N(0, \Sigma)` with :math:`\Sigma_{ij} = 0.9^{|i-j|}` in 50
+    dimensions the particles' marginal variances settle near the conditional
+    variances, about 0.11 of the target's, with fixed or learned ``G`` alike;
+    with ``slices="score"`` they reach the target's (``svgd-variance``, part
+    ``correlated``). Re-estimating the frame as the particles move fed back on the
+    particles (their variance doubled in that case), so it is estimated once.
+
     Parameters
     ----------
     target : distribution or callable
@@ -361,6 +396,12 @@ class SlicedSVGD(_ParticleSampler):
     init_directions : {"identity", "random"} or array (D, D), default="identity"
         Starting ``G`` (rows are normalised). The identity is optimal for
         factorised targets and particles (Gong et al. 2021, appendix E).
+        With other slices, ``"identity"`` starts each direction at its slice.
+    slices : {"axes", "score"} or array (D, D), default="axes"
+        The slices :math:`r_d`: the coordinate axes (Gong et al. 2021), the
+        eigenvectors of the score covariance at the initial particles (see above;
+        for correlated targets), or given orthonormal rows. :meth:`move` keeps the
+        fitted slices.
     slice_update_every : int, default=10
         Iterations between checks for a direction update (``0``: never update).
     slice_update_tol : float, default=0.05
@@ -383,6 +424,8 @@ class SlicedSVGD(_ParticleSampler):
     particles_ : ndarray (n_particles, n_features)
     directions_ : ndarray (n_features, n_features)
         The final test directions ``G`` (unit rows).
+    slices_ : ndarray (n_features, n_features)
+        The final slices ``R`` (orthonormal rows; the identity for ``"axes"``).
     n_direction_updates_ : int
         Direction updates made by :meth:`fit` (checks that found the particles moved).
     n_iter_ : int
@@ -394,7 +437,8 @@ class SlicedSVGD(_ParticleSampler):
 
     def __init__(self, target, *, n_particles=100, n_iter=1000, step_size=0.1,
                  optimizer="adagrad", kernel="rbf", bandwidth="median", kernel_params=None,
-                 init_directions="identity", slice_update_every=10, slice_update_tol=0.05,
+                 init_directions="identity", slices="axes", slice_update_every=10,
+                 slice_update_tol=0.05,
                  slice_steps=1, slice_learning_rate=0.001, bandwidth_every=10,
                  history_every=10, random_state=None, verbose=0):
         self.target = target
@@ -406,6 +450,7 @@ class SlicedSVGD(_ParticleSampler):
         self.bandwidth = bandwidth
         self.kernel_params = kernel_params
         self.init_directions = init_directions
+        self.slices = slices
         self.slice_update_every = slice_update_every
         self.slice_update_tol = slice_update_tol
         self.slice_steps = slice_steps
@@ -425,14 +470,31 @@ class SlicedSVGD(_ParticleSampler):
         check_positive_int(self.slice_steps, "slice_steps", minimum=0)
         check_positive_float(self.slice_learning_rate, "slice_learning_rate")
         check_positive_int(self.bandwidth_every, "bandwidth_every")
+        if isinstance(self.slices, str):
+            check_choice(self.slices, "slices", SLICE_RULES)
+
+    def _initial_slices(self, X):
+        d = X.shape[1]
+        if isinstance(self.slices, str):
+            if self.slices == "axes" or X.shape[0] < 2:
+                return np.eye(d)
+            return score_frame(evaluate_score(self.target, X, "target", check_tails=False))
+        R = np.asarray(self.slices, dtype=np.float64)
+        if R.shape != (d, d) or not np.all(np.isfinite(R)) or not np.allclose(
+                R @ R.T, np.eye(d), atol=1e-8):
+            raise ValueError(f"slices must be 'axes', 'score' or a ({d}, {d}) array with "
+                             f"orthonormal rows, got shape {R.shape}.")
+        return R.copy()
 
     def _init_state(self, X, warm, rng):
         d = X.shape[1]
+        R = None
         if warm is not None:
-            G = warm.copy()
+            G, R = warm[0].copy(), warm[1].copy()
         elif isinstance(self.init_directions, str):
             check_choice(self.init_directions, "init_directions", ("identity", "random"))
-            G = np.eye(d) if self.init_directions == "identity" else \
+            R = self._initial_slices(X)
+            G = R.copy() if self.init_directions == "identity" else \
                 _unit_rows(rng.standard_normal((d, d)))
         else:
             G = np.asarray(self.init_directions, dtype=np.float64)
@@ -441,8 +503,10 @@ class SlicedSVGD(_ParticleSampler):
                 raise ValueError(f"init_directions must be a finite ({d}, {d}) array with "
                                  f"non-zero rows, got shape {G.shape}.")
             G = _unit_rows(G)
-        state = {"G": G, "adam": _Adam(G.shape), "med": None, "value": np.nan, "ref": None,
-                 "updates": 0}
+        if R is None:
+            R = self._initial_slices(X)
+        state = {"G": G, "R": R, "adam": _Adam(G.shape), "med": None, "value": np.nan,
+                 "ref": None, "updates": 0}
         return state
 
     def _warm_state(self):
@@ -450,10 +514,11 @@ class SlicedSVGD(_ParticleSampler):
             check_is_fitted(self, "directions_")
         except Exception:
             return None
-        return self.directions_
+        return self.directions_, getattr(self, "slices_", np.eye(self.directions_.shape[1]))
 
     def _store_state(self, state):
         self.directions_ = state["G"]
+        self.slices_ = state["R"]
         self.n_direction_updates_ = state["updates"]
 
     def _medians(self, U):
@@ -468,11 +533,10 @@ class SlicedSVGD(_ParticleSampler):
         return state["med"] * bandwidth_scale(rule, X.shape[0])
 
     def _update_directions(self, X, S, state):
-        G = state["G"]
-        eye = np.eye(X.shape[1])
+        G, R = state["G"], state["R"]
         h = self._bandwidths(X, state, "median")
         for _ in range(self.slice_steps):
-            values, grad, _ = sliced_value_and_grad(X, S, G, eye, h, kernel=self.kernel,
+            values, grad, _ = sliced_value_and_grad(X, S, G, R, h, kernel=self.kernel,
                                                     kernel_params=self.kernel_params)
             G = _unit_rows(G + self.slice_learning_rate * state["adam"].step(
                 _tangent_unit_rows(grad, G)))
@@ -487,18 +551,24 @@ class SlicedSVGD(_ParticleSampler):
             self._update_directions(X, S, state)
             state["ref"] = X.copy()
             state["updates"] += 1
-        G = state["G"]
+        G, R = state["G"], state["R"]
         rule = self.bandwidth if isinstance(self.bandwidth, str) else "median"
         h = self._bandwidths(X, state, rule) if X.shape[0] > 1 else np.ones(X.shape[1])
-        return sliced_svgd_update(X, S, G, h, self.kernel, self.kernel_params)
+        if _is_identity(R):
+            return sliced_svgd_update(X, S, G, h, self.kernel, self.kernel_params)
+        # the axis-sliced update in the coordinates R x, mapped back
+        drive, repulse = sliced_svgd_update(X @ R.T, S @ R.T, G @ R.T, h, self.kernel,
+                                            self.kernel_params)
+        return drive @ R, repulse @ R
 
     def _discrepancy(self, X, S, state):
         if X.shape[0] < 2:
             return float("nan")
-        G = np.eye(X.shape[1]) if state is None else state["G"]
+        eye = np.eye(X.shape[1])
+        G, R = (eye, eye) if state is None else (state["G"], state.get("R", eye))
         h = self._medians(X @ G.T) if isinstance(self.bandwidth, str) else \
             np.full(X.shape[1], float(self.bandwidth))
-        values, _, _ = sliced_value_and_grad(X, S, G, np.eye(X.shape[1]), h, kernel=self.kernel,
+        values, _, _ = sliced_value_and_grad(X, S, G, R, h, kernel=self.kernel,
                                              kernel_params=self.kernel_params)
         return float(values.sum())
 
@@ -522,5 +592,5 @@ class SlicedSVGD(_ParticleSampler):
         X = self._validate_score_X(X)
         S = evaluate_score(self.target, X, "target")
         warm = self._warm_state()
-        state = None if warm is None else {"G": warm}
+        state = None if warm is None else {"G": warm[0], "R": warm[1]}
         return -self._discrepancy(X, S, state)

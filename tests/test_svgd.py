@@ -170,3 +170,72 @@ def test_sliced_svgd_variance_is_stable_over_a_long_run():
     assert ungated.n_direction_updates_ == 200
     with pytest.raises(ValueError, match="slice_update_tol"):
         SlicedSVGD(Gaussian(np.zeros(d)), slice_update_tol=-1.0).fit(X0)
+
+
+def _ar1(dim, rho=0.9):
+    idx = np.arange(dim)
+    return rho ** np.abs(idx[:, None] - idx[None, :])
+
+
+def test_score_frame_is_the_principal_axes_for_isotropic_particles():
+    from skstein.svgd import score_frame
+
+    cov = _ar1(6)
+    target = Gaussian(np.zeros(6), cov)
+    X = np.random.default_rng(0).standard_normal((400, 6))
+    X -= X.mean(axis=0)
+    X = X @ np.linalg.inv(np.linalg.cholesky(np.cov(X.T))).T  # sample covariance exactly I
+    R = score_frame(target.grad_logpdf(X))
+    np.testing.assert_allclose(R @ R.T, np.eye(6), atol=1e-12)
+    # each row is an eigenvector of Sigma (score covariance Sigma^-2), largest score
+    # variance (smallest eigenvalue of Sigma) first
+    w = np.linalg.eigvalsh(cov)
+    np.testing.assert_allclose(np.einsum("ij,jk,ik->i", R, cov, R), w, rtol=1e-9)
+    np.testing.assert_allclose(R @ cov @ R.T, np.diag(w), atol=1e-9)
+
+
+def test_sliced_svgd_with_slices_is_the_axis_algorithm_in_rotated_coordinates():
+    # fixed directions and plain gradient steps (Adagrad and Adam act per coordinate,
+    # so only these are rotation-equivariant): particles agree to rounding
+    dim = 5
+    rng = np.random.default_rng(3)
+    Q = np.linalg.qr(rng.standard_normal((dim, dim)))[0].T
+    cov = _ar1(dim, 0.7)
+    X0 = rng.standard_normal((30, dim))
+    kw = dict(n_iter=40, optimizer="sgd", step_size=0.05, slice_update_every=0)
+    a = SlicedSVGD(Gaussian(np.zeros(dim), cov), slices=Q, **kw).fit(X0)
+    b = SlicedSVGD(Gaussian(np.zeros(dim), Q @ cov @ Q.T), **kw).fit(X0 @ Q.T)
+    np.testing.assert_allclose(a.particles_, b.particles_ @ Q, rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(a.directions_, Q)
+    np.testing.assert_array_equal(a.slices_, Q)
+    # the identity as an array is the default
+    c = SlicedSVGD(Gaussian(np.zeros(dim), cov), slices=np.eye(dim), **kw).fit(X0)
+    d = SlicedSVGD(Gaussian(np.zeros(dim), cov), **kw).fit(X0)
+    np.testing.assert_array_equal(c.particles_, d.particles_)
+
+
+def test_score_slices_spread_a_correlated_target():
+    # along the axes the marginal variances settle near the conditional ones
+    # (1 - rho^2)/(1 + rho^2) ~ 0.1; in the score frame near the target's
+    dim = 10
+    cov = _ar1(dim)
+    target = Gaussian(np.zeros(dim), cov)
+    X0 = np.random.default_rng(1).standard_normal((60, dim))
+    ratios = {}
+    for slices in ("axes", "score"):
+        est = SlicedSVGD(target, n_iter=1500, slices=slices, random_state=0).fit(X0)
+        ratios[slices] = float(np.mean(np.var(est.particles_, axis=0, ddof=1)))
+    assert ratios["axes"] < 0.4
+    assert 0.75 < ratios["score"] < 1.25
+
+
+def test_slices_validation():
+    target = Gaussian(np.zeros(3))
+    with pytest.raises(ValueError, match="slices"):
+        SlicedSVGD(target, slices="eigen", n_iter=2).fit(np.zeros((4, 3)) + np.arange(3))
+    with pytest.raises(ValueError, match="slices"):
+        SlicedSVGD(target, slices=np.ones((3, 3)), n_iter=2).fit(
+            np.random.default_rng(0).standard_normal((4, 3)))
+    with pytest.raises(ValueError, match="slices"):
+        SlicedSVGD(target, slices=np.eye(2), n_iter=2).fit(
+            np.random.default_rng(0).standard_normal((4, 3)))

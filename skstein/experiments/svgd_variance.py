@@ -52,12 +52,16 @@ QUICK = dict(dims=(2, 20), n_particles=(50,), n_iter=200, conv_dims=(20,),
 STEP_SIZE = 0.05
 #: correlation of neighbouring coordinates in the ``correlated`` part
 RHO = 0.9
-#: the sliced SVGD variants of the ``convergence`` part
+#: the sliced SVGD variants (``score``: slices from the score covariance, learned
+#: directions); the ``convergence`` part runs the first three
 SLICED_VARIANTS = {
     "learned": {},
     "fixed": {"slice_update_every": 0},
     "ungated": {"slice_update_tol": 0.0},
+    "score": {"slices": "score"},
 }
+CONVERGENCE_VARIANTS = ("learned", "fixed", "ungated")
+CORRELATED_METHODS = ("SVGD", "SlicedSVGD:fixed", "SlicedSVGD:learned", "SlicedSVGD:score")
 
 
 def _ar1(dim, rho=RHO):
@@ -124,11 +128,11 @@ def _settings(cfg, parts):
     if "convergence" in parts:
         settings += [("convergence", f"SlicedSVGD:{variant}", n, dim, cfg["conv_iter"])
                      for n in cfg["conv_particles"] for dim in cfg["conv_dims"]
-                     for variant in SLICED_VARIANTS]
+                     for variant in CONVERGENCE_VARIANTS]
     if "correlated" in parts:
         settings += [("correlated", method, cfg["corr_particles"], cfg["corr_dim"],
                       cfg["corr_iter"])
-                     for method in ("SVGD", "SlicedSVGD:fixed", "SlicedSVGD:learned")]
+                     for method in CORRELATED_METHODS]
     return settings
 
 
