@@ -53,15 +53,18 @@ STEP_SIZE = 0.05
 #: correlation of neighbouring coordinates in the ``correlated`` part
 RHO = 0.9
 #: the sliced SVGD variants (``score``: slices from the score covariance, learned
-#: directions); the ``convergence`` part runs the first three
+#: directions; ``score-fixed``: the same with fixed directions); the
+#: ``convergence`` part runs the first three
 SLICED_VARIANTS = {
     "learned": {},
     "fixed": {"slice_update_every": 0},
     "ungated": {"slice_update_tol": 0.0},
     "score": {"slices": "score"},
+    "score-fixed": {"slices": "score", "slice_update_every": 0},
 }
 CONVERGENCE_VARIANTS = ("learned", "fixed", "ungated")
-CORRELATED_METHODS = ("SVGD", "SlicedSVGD:fixed", "SlicedSVGD:learned", "SlicedSVGD:score")
+CORRELATED_METHODS = ("SVGD", "SlicedSVGD:fixed", "SlicedSVGD:learned", "SlicedSVGD:score",
+                      "SlicedSVGD:score-fixed")
 
 
 def _ar1(dim, rho=RHO):
