@@ -33,6 +33,13 @@ Two protocols; training and test samples are always disjoint.
   learned projections), which keep the ascent smooth; the structure that tells the
   models apart sits at the scale of the visible units' unit noise, which the
   aggregated test stage finds among its bandwidth factors without being told.
+
+Measured, standard protocol (``run(n_trials=100, sigmas=(0, 0.01, 0.02),
+random_state=2029, methods=OWN_METHODS)``; rates at alpha = 0.05, binomial standard
+errors up to 0.05): at sigma = 0, 0.01, 0.02 the median KSD rejects 0.06 / 0.35 /
+0.95, the aggregated KSD 0.08 / 0.61 / 1.00, maxSKSD-g 0.06 / 0.29 / 0.94 and
+maxSKSD-rg 0.06 / 0.10 / 0.60 (its 50 slices are learned from 200 points). KSDAgg's
+published power is 0.345 and 0.995. A streaming trial takes about 50 s on one core.
 """
 
 import time

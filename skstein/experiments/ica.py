@@ -25,6 +25,12 @@ between re-estimates they are constants of the loss. The median heuristic of the
 ``D`` projections costs more than a step at ``D >= 100`` on two cores, so the full run
 re-estimates every 10 steps (``FULL``); a batch of 100 points changes little in 10
 steps of size 1e-3.
+
+Measured (``FULL``, problems of ``random_state=0``, seeds 0 and 1 for D <= 100 and
+seed 0 for D = 200): the mean test log-likelihood per point of maxSKSD minus that of
+MLE, per dimension, is -0.06, -0.04, -0.09, -0.12, -0.32, -0.35 and -0.54 at D = 10,
+20, 40, 60, 80, 100 and 200; for KSD -0.05, -0.39, -0.77, -0.98, -1.29, -1.44 and
+-2.06. MLE itself ends 0.07 nat per dimension below the true parameters at D = 100.
 """
 
 import time
