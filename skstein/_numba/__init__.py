@@ -3,8 +3,10 @@
 Plain functions of arrays and floats, compiled once (``cache=True``) and called
 only from the functional layer (:mod:`skstein.discrepancy` and friends). No Python
 objects, no random number generation inside: draws are made in NumPy and passed in.
-Parallel loops run over independent rows, each iteration owning its output row,
-so results are bitwise identical for any number of threads.
+Parallel loops run over independent rows, each iteration owning its output row
+(or, in the symmetric pair passes, over round-robin tiles of row blocks whose
+schedule depends on the problem size only, the tiles of one round owning disjoint
+rows), so results are bitwise identical for any number of threads.
 """
 
 import contextlib
