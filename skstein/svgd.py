@@ -505,8 +505,8 @@ class SlicedSVGD(_ParticleSampler):
             G = _unit_rows(G)
         if R is None:
             R = self._initial_slices(X)
-        state = {"G": G, "R": R, "adam": _Adam(G.shape), "med": None, "value": np.nan,
-                 "ref": None, "updates": 0}
+        state = {"G": G, "R": R, "axes": _is_identity(R), "adam": _Adam(G.shape), "med": None,
+                 "value": np.nan, "ref": None, "updates": 0}
         return state
 
     def _warm_state(self):
@@ -554,7 +554,7 @@ class SlicedSVGD(_ParticleSampler):
         G, R = state["G"], state["R"]
         rule = self.bandwidth if isinstance(self.bandwidth, str) else "median"
         h = self._bandwidths(X, state, rule) if X.shape[0] > 1 else np.ones(X.shape[1])
-        if _is_identity(R):
+        if state["axes"]:
             return sliced_svgd_update(X, S, G, h, self.kernel, self.kernel_params)
         # the axis-sliced update in the coordinates R x, mapped back
         drive, repulse = sliced_svgd_update(X @ R.T, S @ R.T, G @ R.T, h, self.kernel,
