@@ -202,8 +202,9 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     :math:`X_{a:b} S_{a:}^\top + S_{a:b} X_{a:}^\top` are formed once and shared by
     all kernels; each kernel costs one elementwise pass into a reused buffer and one
     BLAS product with the weights, in the precision
-    :data:`skstein._bootstrap.FORM_DTYPE` (single; the sums are in double). No ``n x n`` array is formed: the temporaries are
-    four ``block x n`` arrays within ``max_memory`` (and the ``n_draws x n`` products).
+    :data:`skstein._bootstrap.FORM_DTYPE` (single; the sums are in double). No
+    ``n x n`` array is formed: the temporaries are four ``block x n`` arrays within
+    ``max_memory`` (and the ``n_draws x n`` products).
     With ``V=None`` only the sums are computed.
 
     Returns
