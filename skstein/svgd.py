@@ -35,14 +35,18 @@ from .directions import _Adam, _tangent_unit_rows, _unit_rows
 from .flows import bandwidth_scale, projection_medians, sliced_svgd_update, svgd_terms
 from .kernels import KERNELS, check_bandwidth, make_kernel, median_bandwidth
 
-__all__ = ["SVGD", "SlicedSVGD"]
+__all__ = ["SVGD", "SlicedSVGD", "score_frame", "scores_correlated"]
 
 OPTIMIZERS = ("sgd", "adagrad", "adam")
 #: Largest magnitude whose square float64 holds (the adaptive steps square the direction).
 _MAX_SQUARABLE = float(np.sqrt(np.finfo(np.float64).max))
 BANDWIDTHS = ("median", "median-log")
 #: the slice rules of :class:`SlicedSVGD`
-SLICE_RULES = ("axes", "score")
+SLICE_RULES = ("auto", "axes", "score")
+#: ``slices="auto"``: permutations of the independence check and its margin in null
+#: standard deviations (see :func:`scores_correlated`)
+SLICE_CHECK_PERMUTATIONS = 50
+SLICE_CHECK_MARGIN = 4.0
 
 
 class _Optimizer:
@@ -330,6 +334,42 @@ def score_frame(S):
     return np.ascontiguousarray(R)
 
 
+def scores_correlated(S, n_permutations=SLICE_CHECK_PERMUTATIONS, margin=SLICE_CHECK_MARGIN):
+    r"""Whether the components of the scores ``S`` (N x D) are correlated beyond chance.
+
+    The statistic is :math:`T = \sum_{i \ne j} r_{ij}^2`, the squared sample
+    correlations of the score components (computed through the smaller of the two Gram
+    matrices). Its null is that of independent components: ``n_permutations`` copies of
+    ``S`` with each column permuted on its own (a fixed generator, so the answer
+    depends on ``S`` alone). The components count as correlated when ``T`` exceeds the
+    null's mean by ``margin`` of its standard deviations: about a 3e-5 tail if the null
+    were normal, so independent components are almost never called correlated, while
+    a target with strong correlations gives ``T`` hundreds of null deviations out.
+    Columns that are constant or not finite are left out; fewer than two columns, or
+    fewer than three rows, are never called correlated.
+    """
+    S = np.asarray(S, dtype=np.float64)
+    if S.ndim != 2 or S.shape[0] < 3:
+        return False
+    S = S[:, np.all(np.isfinite(S), axis=0)]
+    Z = S - S.mean(axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        sd = np.sqrt(np.mean(Z * Z, axis=0))
+    keep = np.isfinite(sd) & (sd > 0)
+    Z = Z[:, keep] / sd[keep]
+    n, d = Z.shape
+    if d < 2:
+        return False
+
+    def stat(A):
+        C = A.T @ A if d <= n else A @ A.T
+        return (np.sum(C * C) / (n * n) - d)  # sum of squared off-diagonal correlations
+
+    rng = np.random.default_rng(0)
+    null = np.array([stat(rng.permuted(Z, axis=0)) for _ in range(int(n_permutations))])
+    return bool(stat(Z) > null.mean() + margin * null.std(ddof=1))
+
+
 def _is_identity(R):
     return bool(np.array_equal(R, np.eye(R.shape[0])))
 
@@ -379,7 +419,13 @@ class SlicedSVGD(_ParticleSampler):
     variances, about 0.11 of the target's, with fixed or learned ``G`` alike;
     with ``slices="score"`` they reach the target's (``svgd-variance``, part
     ``correlated``). Re-estimating the frame as the particles move fed back on the
-    particles (their variance doubled in that case), so it is estimated once.
+    particles (their variance doubled in that case), so it is estimated once. The
+    default ``slices="auto"`` takes the score frame only when the score components
+    at the initial particles are correlated beyond chance; with independent
+    particles on a factorised target it keeps the axes (0 of 240 draws of
+    independent N(0, I) or Laplace scores with D from 2 to 1000 and N = 50 or 100
+    were called correlated; an AR(1) target with neighbour correlation 0.3 was
+    always detected).
 
     Parameters
     ----------
@@ -397,11 +443,15 @@ class SlicedSVGD(_ParticleSampler):
         Starting ``G`` (rows are normalised). The identity is optimal for
         factorised targets and particles (Gong et al. 2021, appendix E).
         With other slices, ``"identity"`` starts each direction at its slice.
-    slices : {"axes", "score"} or array (D, D), default="axes"
+    slices : {"auto", "axes", "score"} or array (D, D), default="auto"
         The slices :math:`r_d`: the coordinate axes (Gong et al. 2021), the
         eigenvectors of the score covariance at the initial particles (see above;
-        for correlated targets), or given orthonormal rows. :meth:`move` keeps the
-        fitted slices.
+        for correlated targets), or given orthonormal rows. ``"auto"`` chooses
+        between the first two from the initial particles: the score frame when the
+        target's score components are correlated there beyond chance (a column
+        permutation check, :func:`skstein.svgd.scores_correlated`), the axes
+        otherwise, so factorised targets keep the paper's algorithm. :meth:`move`
+        keeps the fitted slices.
     slice_update_every : int, default=10
         Iterations between checks for a direction update (``0``: never update).
     slice_update_tol : float, default=0.05
@@ -437,7 +487,7 @@ class SlicedSVGD(_ParticleSampler):
 
     def __init__(self, target, *, n_particles=100, n_iter=1000, step_size=0.1,
                  optimizer="adagrad", kernel="rbf", bandwidth="median", kernel_params=None,
-                 init_directions="identity", slices="axes", slice_update_every=10,
+                 init_directions="identity", slices="auto", slice_update_every=10,
                  slice_update_tol=0.05,
                  slice_steps=1, slice_learning_rate=0.001, bandwidth_every=10,
                  history_every=10, random_state=None, verbose=0):
@@ -478,11 +528,14 @@ class SlicedSVGD(_ParticleSampler):
         if isinstance(self.slices, str):
             if self.slices == "axes" or X.shape[0] < 2:
                 return np.eye(d)
-            return score_frame(evaluate_score(self.target, X, "target", check_tails=False))
+            S = evaluate_score(self.target, X, "target", check_tails=False)
+            if self.slices == "auto" and not scores_correlated(S):
+                return np.eye(d)
+            return score_frame(S)
         R = np.asarray(self.slices, dtype=np.float64)
         if R.shape != (d, d) or not np.all(np.isfinite(R)) or not np.allclose(
                 R @ R.T, np.eye(d), atol=1e-8):
-            raise ValueError(f"slices must be 'axes', 'score' or a ({d}, {d}) array with "
+            raise ValueError(f"slices must be 'auto', 'axes', 'score' or a ({d}, {d}) array with "
                              f"orthonormal rows, got shape {R.shape}.")
         return R.copy()
 

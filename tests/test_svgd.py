@@ -204,13 +204,13 @@ def test_sliced_svgd_with_slices_is_the_axis_algorithm_in_rotated_coordinates():
     X0 = rng.standard_normal((30, dim))
     kw = dict(n_iter=40, optimizer="sgd", step_size=0.05, slice_update_every=0)
     a = SlicedSVGD(Gaussian(np.zeros(dim), cov), slices=Q, **kw).fit(X0)
-    b = SlicedSVGD(Gaussian(np.zeros(dim), Q @ cov @ Q.T), **kw).fit(X0 @ Q.T)
+    b = SlicedSVGD(Gaussian(np.zeros(dim), Q @ cov @ Q.T), slices="axes", **kw).fit(X0 @ Q.T)
     np.testing.assert_allclose(a.particles_, b.particles_ @ Q, rtol=1e-9, atol=1e-11)
     np.testing.assert_allclose(a.directions_, Q)
     np.testing.assert_array_equal(a.slices_, Q)
-    # the identity as an array is the default
+    # the identity as an array is slices="axes"
     c = SlicedSVGD(Gaussian(np.zeros(dim), cov), slices=np.eye(dim), **kw).fit(X0)
-    d = SlicedSVGD(Gaussian(np.zeros(dim), cov), **kw).fit(X0)
+    d = SlicedSVGD(Gaussian(np.zeros(dim), cov), slices="axes", **kw).fit(X0)
     np.testing.assert_array_equal(c.particles_, d.particles_)
 
 
@@ -227,6 +227,40 @@ def test_score_slices_spread_a_correlated_target():
         ratios[slices] = float(np.mean(np.var(est.particles_, axis=0, ddof=1)))
     assert ratios["axes"] < 0.4
     assert 0.75 < ratios["score"] < 1.25
+
+
+@pytest.mark.parametrize("dim,n", [(2, 50), (20, 50), (60, 40)])
+def test_scores_correlated_only_for_dependent_components(dim, n):
+    from skstein.svgd import scores_correlated
+
+    rng = np.random.default_rng(dim)
+    # independent components (Gaussian and Laplace scores): never called correlated
+    calls = [scores_correlated(-rng.standard_normal((n, dim))) for _ in range(10)]
+    calls += [scores_correlated(-np.sign(rng.standard_normal((n, dim)))) for _ in range(10)]
+    assert not any(calls)
+    # an AR(1) target's scores at isotropic particles: correlated from rho = 0.3
+    X = rng.standard_normal((n, dim))
+    assert scores_correlated(-X @ np.linalg.inv(_ar1(dim, 0.3)))
+    # constant, non-finite and too few columns or rows are not evidence
+    S = -rng.standard_normal((n, dim))
+    S[:, 0] = 1.0
+    S[0, 1] = np.nan
+    assert not scores_correlated(S)
+    assert not scores_correlated(S[:2]) and not scores_correlated(S[:, :1])
+
+
+def test_auto_slices_choose_the_axes_or_the_score_frame():
+    from skstein.svgd import score_frame
+
+    X0 = np.random.default_rng(2).standard_normal((50, 8))
+    kw = dict(n_iter=3, random_state=0)
+    flat = SlicedSVGD(Gaussian(np.zeros(8)), **kw).fit(X0)
+    np.testing.assert_array_equal(flat.slices_, np.eye(8))
+    target = Gaussian(np.zeros(8), _ar1(8))
+    corr = SlicedSVGD(target, **kw).fit(X0)
+    np.testing.assert_array_equal(corr.slices_, score_frame(target.grad_logpdf(X0)))
+    same = SlicedSVGD(target, slices="score", **kw).fit(X0)
+    np.testing.assert_array_equal(corr.particles_, same.particles_)
 
 
 def test_slices_validation():
