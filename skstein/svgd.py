@@ -449,8 +449,10 @@ class SlicedSVGD(_ParticleSampler):
         for correlated targets), or given orthonormal rows. ``"auto"`` chooses
         between the first two from the initial particles: the score frame when the
         target's score components are correlated there beyond chance (a column
-        permutation check, :func:`skstein.svgd.scores_correlated`), the axes
-        otherwise, so factorised targets keep the paper's algorithm. :meth:`move`
+        permutation check, :func:`skstein.svgd.scores_correlated`) and there are more
+        particles than dimensions (else the score covariance is singular and its
+        frame partly arbitrary), the axes otherwise, so factorised targets keep the
+        paper's algorithm. :meth:`move`
         keeps the fitted slices.
     slice_update_every : int, default=10
         Iterations between checks for a direction update (``0``: never update).
@@ -529,7 +531,9 @@ class SlicedSVGD(_ParticleSampler):
             if self.slices == "axes" or X.shape[0] < 2:
                 return np.eye(d)
             S = evaluate_score(self.target, X, "target", check_tails=False)
-            if self.slices == "auto" and not scores_correlated(S):
+            # with no more particles than dimensions the score covariance is singular
+            # and the frame partly arbitrary: "auto" keeps the axes there
+            if self.slices == "auto" and (X.shape[0] <= d or not scores_correlated(S)):
                 return np.eye(d)
             return score_frame(S)
         R = np.asarray(self.slices, dtype=np.float64)

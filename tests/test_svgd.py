@@ -261,6 +261,9 @@ def test_auto_slices_choose_the_axes_or_the_score_frame():
     np.testing.assert_array_equal(corr.slices_, score_frame(target.grad_logpdf(X0)))
     same = SlicedSVGD(target, slices="score", **kw).fit(X0)
     np.testing.assert_array_equal(corr.particles_, same.particles_)
+    # no more particles than dimensions: the score covariance is singular, axes kept
+    few = SlicedSVGD(target, **kw).fit(X0[:8])
+    np.testing.assert_array_equal(few.slices_, np.eye(8))
 
 
 def test_slices_validation():
