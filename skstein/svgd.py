@@ -326,6 +326,16 @@ def score_frame(S):
 
     Each row's sign makes its largest-magnitude entry positive, so the frame does
     not depend on the eigensolver's sign convention.
+
+    Parameters
+    ----------
+    S : ndarray of shape (n_particles, n_features)
+        The target's scores at the particles.
+
+    Returns
+    -------
+    ndarray of shape (n_features, n_features)
+        The slices, one per row.
     """
     w, V = np.linalg.eigh(np.atleast_2d(np.cov(S.T)))
     R = V[:, ::-1].T
@@ -347,6 +357,20 @@ def scores_correlated(S, n_permutations=SLICE_CHECK_PERMUTATIONS, margin=SLICE_C
     a target with strong correlations gives ``T`` hundreds of null deviations out.
     Columns that are constant or not finite are left out; fewer than two columns, or
     fewer than three rows, are never called correlated.
+
+    Parameters
+    ----------
+    S : array-like of shape (n_particles, n_features)
+        The target's scores at the particles.
+    n_permutations : int, default=50
+        Column-permuted copies that simulate the null.
+    margin : float, default=4.0
+        Null standard deviations above the null mean beyond which the components
+        count as correlated.
+
+    Returns
+    -------
+    bool
     """
     S = np.asarray(S, dtype=np.float64)
     if S.ndim != 2 or S.shape[0] < 3:
