@@ -354,7 +354,8 @@ def scores_correlated(S, n_permutations=SLICE_CHECK_PERMUTATIONS, margin=SLICE_C
     depends on ``S`` alone). The components count as correlated when ``T`` exceeds the
     null's mean by ``margin`` of its standard deviations: about a 3e-5 tail if the null
     were normal, so independent components are almost never called correlated, while
-    a target with strong correlations gives ``T`` hundreds of null deviations out.
+    the scores of AR(1) Gaussian targets (neighbour correlation 0.5 to 0.9, D from 8
+    to 50) at 50 to 100 isotropic particles gave ``T`` 27 to 44 null deviations out.
     Columns that are constant or not finite are left out; fewer than two columns, or
     fewer than three rows, are never called correlated.
 
