@@ -40,7 +40,7 @@ def test_replicates_equal_the_statistic_of_explicit_resamples(statistic):
                  MaxSKSDTest(model, bandwidth=0.7, random_state=0).fit(X[:20])):
         upper, diag, _ = _stein_parts(test, X, np.random.default_rng(0), 2**26)
         rng = np.random.default_rng(2)
-        W = _counts(40, None, 5, rng)
+        W = _counts(40, None, 5, rng)[0]
         boot = _replicates(upper, diag, W, statistic)
         for b in range(5):
             Xb = np.repeat(X, W[b].astype(int), axis=0)
@@ -67,8 +67,9 @@ def test_row_blocks_give_the_same_numbers():
 
 def test_groups_resample_whole_chains():
     rng = np.random.default_rng(4)
-    W = _counts(12, np.repeat(np.arange(4), 3), 20, rng)
+    W, C, inverse = _counts(12, np.repeat(np.arange(4), 3), 20, rng)
     assert np.all(W[:, 0::3] == W[:, 1::3]) and np.all(W.sum(axis=1) == 12)
+    assert C.shape == (20, 4) and np.array_equal(W, C[:, inverse])
     # chains: strongly dependent rows within a chain widen the interval
     model = Gaussian(np.zeros(1))
     chains = np.repeat(np.random.default_rng(6).standard_normal((20, 1)), 10, axis=0)
@@ -76,9 +77,74 @@ def test_groups_resample_whole_chains():
     labels = np.repeat(np.arange(20), 10)
     test = KSDTest(model, bandwidth=1.0)
     rows = rank_samples([chains], test, n_bootstrap=400, random_state=0)
-    grouped = rank_samples([chains], test, n_bootstrap=400, random_state=0, groups=labels)
+    grouped = rank_samples([chains], test, n_bootstrap=400, random_state=0, groups=labels,
+                           pairs="all")
     width = rows.ci_high - rows.ci_low
     assert grouped.ci_high[0] - grouped.ci_low[0] > 2 * width[0]
+
+
+@pytest.mark.parametrize("kind", ["ksd", "maxsksd"])
+def test_pairs_between_groups_against_brute_force(kind):
+    rng = np.random.default_rng(11)
+    model = Gaussian(np.zeros(3))
+    n_chains, per = 9, 5
+    X = np.repeat(rng.standard_normal((n_chains, 3)), per, axis=0)
+    X += 0.2 * rng.standard_normal(X.shape)  # dependent states within a chain
+    labels = np.tile(np.arange(n_chains), per).reshape(per, n_chains).T.ravel()
+    labels = rng.permutation(n_chains)[labels]  # unsorted labels, uneven sizes below
+    X, labels = X[:-2], labels[:-2]
+    if kind == "ksd":
+        test = KSDTest(model, bandwidth=1.2)
+    else:
+        test = MaxSKSDTest(model, random_state=0).fit(rng.standard_normal((60, 3)))
+    res = rank_samples([X], test, groups=labels, n_bootstrap=30, random_state=1)
+    H = _stein_parts(test, X, np.random.default_rng(0), 2**26)
+    H = H[0] + H[0].T
+    between = labels[:, None] != labels[None, :]
+    np.testing.assert_allclose(res.values[0], H[between].mean(), rtol=1e-12)
+    assert "pairs between groups" in res.method
+    # one resample, written out: copies of chains, pairs within a chain or between
+    # copies of one chain left out
+    C = np.random.default_rng(5).integers(0, 3, n_chains).astype(float)
+    C[:2] = 1.0
+    num = den = 0.0
+    for i in range(len(X)):
+        for j in range(len(X)):
+            if labels[i] != labels[j]:
+                w = C[labels[i]] * C[labels[j]]
+                num += w * H[i, j]
+                den += w
+    from skstein.ranking import _between_replicates, _group_sums
+
+    B = _group_sums(_stein_parts(test, X, np.random.default_rng(0), 2**26)[0], labels, n_chains)
+    got = _between_replicates(B, np.bincount(labels).astype(float), C[None])[0]
+    np.testing.assert_allclose(got, num / den, rtol=1e-12)
+    # the row-block path gives the same numbers, and pairs="all" the plain statistic
+    small = rank_samples([X], test, groups=labels, n_bootstrap=30, random_state=1,
+                         max_memory=8 * len(X) * 4)
+    np.testing.assert_allclose(small.values, res.values, rtol=1e-10)
+    np.testing.assert_allclose(small.bootstrap, res.bootstrap, rtol=1e-8, atol=1e-12)
+    every = rank_samples([X], test, groups=labels, pairs="all", n_bootstrap=30, random_state=1)
+    n = len(X)
+    np.testing.assert_allclose(every.values[0], (H.sum() - np.trace(H)) / (n * (n - 1)),
+                               rtol=1e-10)
+
+
+def test_pairs_between_groups_see_the_marginal_of_slow_chains():
+    # 20 chains of 20 states each, started from N(0, 1) (the right marginal) but
+    # nearly frozen: all pairs penalise the freezing, the pairs between chains do not
+    rng = np.random.default_rng(12)
+    model = Gaussian(np.zeros(1))
+    slow = np.repeat(rng.standard_normal((20, 1)), 20, axis=0) + 0.01 * rng.standard_normal(
+        (400, 1))
+    wide = 1.3 * rng.standard_normal((400, 1))  # independent draws, wrong variance
+    labels = np.repeat(np.arange(20), 20)
+    test = KSDTest(model, bandwidth=1.0)
+    cands = {"slow": slow, "wide": wide}
+    assert rank_samples(cands, test, groups=labels, pairs="all", n_bootstrap=50,
+                        random_state=0).best == "wide"
+    assert rank_samples(cands, test, groups=labels, n_bootstrap=50,
+                        random_state=0).best == "slow"
 
 
 def test_one_test_per_candidate():
@@ -117,5 +183,9 @@ def test_validation():
         rank_samples([X], KSDTest(model), groups=np.zeros(5))
     with pytest.raises(ValueError, match="statistic"):
         rank_samples([X], KSDTest(model), statistic="w")
+    with pytest.raises(ValueError, match="pairs"):
+        rank_samples([X], KSDTest(model), pairs="within")
+    with pytest.raises(ValueError, match="needs groups"):
+        rank_samples([X], KSDTest(model), pairs="between-groups")
     with pytest.raises(ValueError):
         rank_samples([np.full((5, 2), np.nan)], KSDTest(model))
