@@ -46,13 +46,18 @@ def as_generator(random_state):
 def spawn_seeds(random_state, n):
     """Spawn ``n`` independent child seeds (as ints) from ``random_state``.
 
-    The children are derived through :meth:`numpy.random.SeedSequence.spawn`, so
-    child ``k`` is the same however many children are consumed or in which process.
+    Child ``k`` is the ``k``-th child that :meth:`numpy.random.SeedSequence.spawn`
+    gives a fresh root, so it is the same however many children are consumed or in
+    which process. A ``SeedSequence`` root is not advanced: spawning from it again
+    gives the same seeds (``spawn`` itself would continue where the last call
+    stopped), so several runs from one root see the same trials.
     """
     if isinstance(random_state, np.random.SeedSequence):
         root = random_state
     else:
         rng = as_generator(random_state)
         root = np.random.SeedSequence(int(rng.integers(0, 2**63 - 1)))
+    children = (np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (k,),
+                                       pool_size=root.pool_size) for k in range(n))
     return [int(child.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
-            for child in root.spawn(n)]
+            for child in children]

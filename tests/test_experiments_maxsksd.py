@@ -59,9 +59,33 @@ def test_gof_rbm_trains_on_burn_in_states():
     assert standard.init == "auto" and standard.train_size == gof_rbm.FULL["train_size"]
 
 
-def test_gof_gaussian_paired_methods():
+def test_gof_gaussian_paired_methods(monkeypatch):
     rows = gof_gaussian.run(quick=True, n_trials=2, n_jobs=1, cases=("laplace",), dims=(2,))
     assert [r["method"] for r in rows] == list(gof_gaussian.methods())
+    # every method of a setting gets the same trial seeds (the same data sets); the
+    # seeds differ between settings
+    def seed_as_statistic(seed, case, dim, method, n_samples, n_bootstrap):
+        return {"reject": False, "pvalue": 1.0, "statistic": float(seed % 10**6), "seconds": 0.0}
+
+    monkeypatch.setattr(gof_gaussian, "run_trial", seed_as_statistic)
+    rows = gof_gaussian.run(quick=True, n_trials=3, n_jobs=1, cases=("null", "laplace"),
+                            dims=(2,), methods=("KSD", "FSSD-rand", "MMD"))
+    by_case = {}
+    for r in rows:
+        by_case.setdefault(r["case"], set()).add(r["mean_discrepancy"])
+    assert all(len(v) == 1 for v in by_case.values()) and len(set.union(*by_case.values())) == 2
+
+
+def test_spawn_seeds_do_not_advance_a_root():
+    from skstein._random import spawn_seeds
+    from skstein.experiments import run_trials
+
+    root = np.random.SeedSequence(3).spawn(1)[0]
+    first = spawn_seeds(root, 4)
+    assert spawn_seeds(root, 4) == first and spawn_seeds(root, 2) == first[:2]
+    assert run_trials(int, 4, random_state=root, n_jobs=1) == first
+    fresh = np.random.SeedSequence(3).spawn(1)[0].spawn(4)  # SeedSequence.spawn's children
+    assert first == [int(c.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1)) for c in fresh]
 
 
 def test_gof_gaussian_method_selection(tmp_path):
