@@ -64,6 +64,7 @@ def test_gof_gaussian_paired_methods(monkeypatch):
     assert [r["method"] for r in rows] == list(gof_gaussian.methods())
     # every method of a setting gets the same trial seeds (the same data sets); the
     # seeds differ between settings
+
     def seed_as_statistic(seed, case, dim, method, n_samples, n_bootstrap):
         return {"reject": False, "pvalue": 1.0, "statistic": float(seed % 10**6), "seconds": 0.0}
 
