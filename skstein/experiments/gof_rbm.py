@@ -39,7 +39,12 @@ random_state=2029, methods=OWN_METHODS)``; rates at alpha = 0.05, binomial stand
 errors up to 0.05): at sigma = 0, 0.01, 0.02 the median KSD rejects 0.06 / 0.35 /
 0.95, the aggregated KSD 0.08 / 0.61 / 1.00, maxSKSD-g 0.06 / 0.29 / 0.94 and
 maxSKSD-rg 0.06 / 0.10 / 0.60 (its 50 slices are learned from 200 points). KSDAgg's
-published power is 0.345 and 0.995. A streaming trial takes about 50 s on one core.
+published power is 0.345 and 0.995.
+
+Measured, streaming protocol (``run(protocol="streaming", n_trials=100, sigmas=(0.01,
+0.0), random_state=2030)``, 100 trials each): at sigma = 0.01 maxSKSD-rg rejects 0.88
+(binomial standard error 0.03), maxSKSD-g 0.25 and the median KSD 0.36; at sigma = 0
+they reject 0.05, 0.05 and 0.04. A streaming trial takes about 50 s on one core.
 """
 
 import time
