@@ -24,6 +24,17 @@ Gaussian and Cauchy random-Fourier-feature KSD, MMD against model samples) run w
 settings documented in :mod:`skstein.experiments._baselines`; FSSD-opt learns on 20%
 of the data and tests on the rest, the others use all of it. ``run(methods=...)``
 selects a subset (``"LinearKSD"`` is available too).
+
+Measured (``run(random_state=2050)``'s seeds, 100 paired trials per point, D = 2, 5,
+10, 20, 50, 100): on ``laplace`` maxSKSD-g and -rg reject 1.00 at every D; the median
+KSD 1.00, 0.94, 0.15, 0.05, 0.05, 0.03 and KSD-agg 1.00, 1.00, 1.00, 0.55, 0.06, 0.03;
+the strongest baseline, Cauchy RFF, 1.00, 0.99, 0.94, 0.51, 0.17, 0.06; FSSD-rand
+0.93 at D = 2 and at most 0.11 from D = 5. On ``null`` every method stays within
+0.115 (alpha plus three binomial standard deviations) except RFSD-IMQ (L1 IMQ: 0.18,
+0.15, 0.13 and 0.14 at D = 5, 10, 20 and 100; its random features have a Student-t
+importance distribution with 0.5 degrees of freedom) and, at D = 10 only, the median
+KSD and RFSD-SechExp (0.12), where the same few data sets are rejected by most
+methods at once.
 """
 
 import time
