@@ -227,23 +227,23 @@ def _replicates(upper, diag, W, kind):
     return quad / (tot * tot)
 
 
-def _counts(n, groups, n_draws, rng):
-    """``(n_draws, n)`` resampling counts: rows, or whole groups, drawn with replacement.
-
-    With groups, also returns the ``(n_draws, g)`` counts of the groups and each row's
-    group index; without, ``(W, None, None)``.
-    """
-    if groups is None:
-        idx = rng.integers(0, n, size=(n_draws, n))
-        return np.stack([np.bincount(row, minlength=n) for row in idx]).astype(np.float64), \
-            None, None
+def _group_counts(groups, n_draws, rng):
+    """``(n_draws, g)`` counts of whole groups drawn with replacement, and each row's group."""
     labels, inverse = np.unique(groups, return_inverse=True)
     g = labels.size
     if g < 2:
         raise ValueError("groups must contain at least 2 distinct labels.")
     idx = rng.integers(0, g, size=(n_draws, g))
-    C = np.stack([np.bincount(row, minlength=g) for row in idx]).astype(np.float64)
-    return C[:, inverse], C, inverse
+    return np.stack([np.bincount(row, minlength=g) for row in idx]).astype(np.float64), inverse
+
+
+def _counts(n, groups, n_draws, rng):
+    """``(n_draws, n)`` resampling counts: rows, or whole groups, drawn with replacement."""
+    if groups is None:
+        idx = rng.integers(0, n, size=(n_draws, n))
+        return np.stack([np.bincount(row, minlength=n) for row in idx]).astype(np.float64)
+    C, inverse = _group_counts(groups, n_draws, rng)
+    return C[:, inverse]
 
 
 def _group_sums(upper, inverse, n_groups):
@@ -375,13 +375,14 @@ def rank_samples(samples, test, *, statistic=None, n_bootstrap=1000, confidence=
         except ValueError as exc:  # say which candidate (the messages call it X)
             raise ValueError(f"on samples[{name!r}]: {exc}") from exc
         methods.add(method + (", pairs between groups" if pairs == "between-groups" else ""))
-        W, C, inverse = _counts(n, grp, n_bootstrap, boot_rng)
         if pairs == "between-groups":
+            C, inverse = _group_counts(grp, n_bootstrap, boot_rng)
             B = _group_sums(upper, inverse, C.shape[1])
             sizes_g = np.bincount(inverse).astype(np.float64)
             value = _between_replicates(B, sizes_g, np.ones((1, C.shape[1])))[0]
             boot = _between_replicates(B, sizes_g, C)
         else:
+            W = _counts(n, grp, n_bootstrap, boot_rng)
             value = _replicates(upper, diag, np.ones((1, n)), kind)[0]
             boot = _replicates(upper, diag, W, kind)
         # resamples with duplicated rows are biased upwards (a duplicate pair adds h(x, x));
