@@ -93,8 +93,12 @@ def lda_logpmf(x, beta, alpha):
     return np.logaddexp.reduce(terms)
 
 
-def lda_task_loop(x, beta, alpha, site, shift, U, n_burn):
-    """One collapsed-Gibbs chain of skstein._numba.lda, written with plain loops."""
+def lda_task_loop(x, beta, alpha, site, shift, U, n_burn, states=False):
+    """One collapsed-Gibbs chain of skstein._numba.lda, written with plain loops.
+
+    ``states``: average the ratio at the sampled topic instead of its conditional
+    expectation.
+    """
     K, V = beta.shape
     D = len(x)
     U = np.asarray(U, dtype=np.float64)
@@ -110,11 +114,11 @@ def lda_task_loop(x, beta, alpha, site, shift, U, n_burn):
                 p = [(cnt[k] + alpha[k]) * beta[k, w] + (cnt[k] + alpha[k]) * beta[k, w2]
                      for k in range(K)]
                 num = sum((cnt[k] + alpha[k]) * beta[k, w2] for k in range(K))
-                if sw >= n_burn:
+                if sw >= n_burn and not states:
                     acc[j] += num / sum(p)
             else:
                 p = [(cnt[k] + alpha[k]) * beta[k, w] for k in range(K)]
-                if sw >= n_burn and site < 0:
+                if sw >= n_burn and site < 0 and not states:
                     num = sum((cnt[k] + alpha[k]) * beta[k, (w + 1) % V] for k in range(K))
                     acc[j] += num / sum(p)
             tot = 0.0
@@ -122,7 +126,7 @@ def lda_task_loop(x, beta, alpha, site, shift, U, n_burn):
                 tot += pk
             u = U[1 + sw, j] * tot
             c = 0.0
-            new = K - 1
+            new = max(k for k in range(K) if p[k] > 0)  # if u reaches the rounded total
             for k in range(K):
                 c += p[k]
                 if u < c:
@@ -130,5 +134,11 @@ def lda_task_loop(x, beta, alpha, site, shift, U, n_burn):
                     break
             z[j] = new
             cnt[new] += 1.0
+            if sw >= n_burn and states:
+                if j == site:
+                    w2 = (w + shift) % V
+                    acc[j] += beta[new, w2] / (beta[new, w] + beta[new, w2])
+                elif site < 0:
+                    acc[j] += beta[new, (w + 1) % V] / beta[new, w]
     m = U.shape[0] - 1 - n_burn
     return np.array(acc) / m

@@ -242,6 +242,11 @@ def test_relative_lda_experiment_registered_and_reproducible():
     assert [o["method"] for o in out] == list(relative_lda.METHODS)
     assert out == relative_lda.run_trial(0, "h1-v100", 30, relative_lda.METHODS, 0.25)
     assert all(np.isfinite(o["zscore"]) for o in out)
+    # a subset of the methods gives the rows of the full set (seeds keyed by method)
+    part = relative_lda.run_trial(0, "h1-v100", 30, ("LKSD-diff-states", "LKSD-diff"), 0.25)
+    assert part == [out[3], out[0]]
+    with pytest.raises(ValueError, match="methods"):
+        relative_lda.run_trial(0, "h1-v100", 30, ("KSD",), 0.25)
     with pytest.raises(ValueError, match="case"):
         relative_lda.problem("h2")
     P, Q, R = relative_lda.problem("h1-v1000")

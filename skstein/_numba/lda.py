@@ -35,7 +35,12 @@ the conditional of one assignment given the others is
   Zanella-Barker weight).
 
 Averaging the conditional expectations (Rao-Blackwellisation) instead of the ratio at
-the sampled topic gives the same limit with less Monte Carlo noise. Uniform draws
+the sampled topic gives the same limit with less Monte Carlo noise. With ``states``
+true the kernels average the ratio at the sampled topic instead,
+:math:`\beta_{z_j, x_j + 1} / \beta_{z_j, x_j}` and :math:`\beta_{z_j, \tilde x_{j0}} /
+(\beta_{z_j, x_{j0}} + \beta_{z_j, \tilde x_{j0}})` after each update (the estimator of
+an average over recorded states); the difference ratio then has heavy tails when the
+word is rare under some topic that its successor is not. Uniform draws
 come from the caller (row 0 of each task initialises the topics,
 :math:`z_j = \lfloor u K \rfloor`; row ``1 + t`` drives sweep ``t``); tasks are
 independent, one per ``prange`` iteration, so results do not depend on the number
@@ -57,8 +62,9 @@ def _shift(v, s, L):
 
 
 @njit(cache=True)
-def _run_task(x, betaT, alpha, site, shift, U, n_burn, acc, p, z, cnt):
-    """Run one chain; ``acc`` (D,) receives the sums of the conditional expectations."""
+def _run_task(x, betaT, alpha, site, shift, U, n_burn, states, acc, p, z, cnt):
+    """Run one chain; ``acc`` (D,) receives the sums of the conditional expectations
+    (``states``: of the ratios at the sampled topics)."""
     D = x.shape[0]
     K = alpha.shape[0]
     V = betaT.shape[0]
@@ -88,14 +94,14 @@ def _run_task(x, betaT, alpha, site, shift, U, n_burn, acc, p, z, cnt):
                     p[k] = pk
                     tot += pk
                     num += b2
-                if keep:
+                if keep and not states:
                     acc[j] += num / tot
             else:
                 for k in range(K):
                     pk = (cnt[k] + alpha[k]) * betaT[w, k]
                     p[k] = pk
                     tot += pk
-                if keep and site < 0:
+                if keep and site < 0 and not states:
                     w1 = _shift(w, 1, V)
                     num = 0.0
                     for k in range(K):
@@ -103,18 +109,30 @@ def _run_task(x, betaT, alpha, site, shift, U, n_burn, acc, p, z, cnt):
                     acc[j] += num / tot
             u = U[1 + sw, j] * tot
             c = 0.0
-            knew = K - 1
+            knew = -1
+            last = 0
             for k in range(K):
+                if p[k] > 0.0:
+                    last = k
                 c += p[k]
                 if u < c:
                     knew = k
                     break
+            if knew < 0:
+                # u reached the rounded total: the last topic of positive weight
+                knew = last
             z[j] = knew
             cnt[knew] += 1.0
+            if keep and states:
+                if j == site:
+                    w2 = _shift(w, shift, V)
+                    acc[j] += betaT[w2, knew] / (betaT[w, knew] + betaT[w2, knew])
+                elif site < 0:
+                    acc[j] += betaT[_shift(w, 1, V), knew] / betaT[w, knew]
 
 
 @njit(cache=True, parallel=True)
-def lda_gibbs_tasks(X, betaT, alpha, docs, sites, shifts, U, n_burn, out):
+def lda_gibbs_tasks(X, betaT, alpha, docs, sites, shifts, U, n_burn, out, states=False):
     """Run one collapsed-Gibbs chain per task; write the mean conditional expectations.
 
     Parameters
@@ -135,6 +153,9 @@ def lda_gibbs_tasks(X, betaT, alpha, docs, sites, shifts, U, n_burn, out):
     out : float64 (T, D)
         Plain tasks: row ``t`` holds the mean ratio of every word. Matching tasks:
         ``out[t, 0]`` holds the mean weight of the matched word (the rest is scratch).
+    states : bool, default=False
+        Average the ratios at the sampled topics instead of the conditional
+        expectations.
     """
     T = docs.shape[0]
     D = X.shape[1]
@@ -146,7 +167,8 @@ def lda_gibbs_tasks(X, betaT, alpha, docs, sites, shifts, U, n_burn, out):
         cnt = np.empty(K)
         acc = np.empty(D)
         site = sites[t]
-        _run_task(X[docs[t]], betaT, alpha, site, shifts[t], U[t], n_burn, acc, p, z, cnt)
+        _run_task(X[docs[t]], betaT, alpha, site, shifts[t], U[t], n_burn, states, acc, p, z,
+                  cnt)
         if site < 0:
             for j in range(D):
                 out[t, j] = acc[j] / m

@@ -45,6 +45,14 @@ class LDA:
     n_words : int, default=None
         Document length ``D``, for :meth:`rvs` and as :attr:`dim`; None leaves it to
         the data.
+    ratio_estimate : {"rao-blackwell", "states"}, default="rao-blackwell"
+        How :meth:`posterior_coefficients` averages along a chain: the conditional
+        expectation of the ratio given the other words' topics (Rao-Blackwellised),
+        or the ratio at the sampled topic of each recorded state (the estimator of
+        the published LDA experiment). Both converge to the same ratios. With a rare
+        word followed by a frequent one the difference ratio at a sampled topic is
+        heavy-tailed, and ``"states"`` makes the difference operator's test unstable
+        (see :mod:`skstein.experiments.relative_lda`); it is there to show that.
 
     Attributes
     ----------
@@ -70,7 +78,7 @@ class LDA:
     ((2, 5, 10), True)
     """
 
-    def __init__(self, topic_word, doc_topic_prior, n_words=None):
+    def __init__(self, topic_word, doc_topic_prior, n_words=None, ratio_estimate="rao-blackwell"):
         B = np.array(topic_word, dtype=np.float64)
         if B.ndim != 2 or B.shape[1] < 2:
             raise ValueError(f"topic_word must have shape (n_topics, V) with V >= 2, got "
@@ -92,6 +100,8 @@ class LDA:
         self.doc_topic_prior = a
         self.n_topics, self.n_values = K, V
         self.dim = None if n_words is None else check_positive_int(n_words, "n_words")
+        self.ratio_estimate = check_choice(ratio_estimate, "ratio_estimate",
+                                           ("rao-blackwell", "states"))
         self._betaT = np.ascontiguousarray(B.T)
         self._cum = np.cumsum(B, axis=1)
 
@@ -151,7 +161,8 @@ class LDA:
         Each chain starts from uniformly drawn topics, runs ``burn_in`` sweeps (a sweep
         updates every word of the document once, in order) and then ``n_samples``
         sweeps, averaging the Rao-Blackwellised conditional expectations of
-        :mod:`skstein._numba.lda` (one per word and sweep). ``"difference"`` runs one
+        :mod:`skstein._numba.lda` (one per word and sweep; with
+        ``ratio_estimate="states"`` the ratios at the sampled topics). ``"difference"`` runs one
         chain per document; ``"zanella-barker"`` one per document, word and shift
         (``2 D`` chains per document).
 
@@ -200,7 +211,7 @@ class LDA:
             c = min(T, a + per)
             U = rng.random((c - a, rows, D), dtype=np.float32)
             lda_gibbs_tasks(X, self._betaT, self.doc_topic_prior, docs[a:c], sites[a:c],
-                            shifts[a:c], U, b, out[a:c])
+                            shifts[a:c], U, b, out[a:c], self.ratio_estimate == "states")
         if operator == "difference":
             return out[None]
         return np.ascontiguousarray(out[:, 0].reshape(n, D, 2).transpose(2, 0, 1))
