@@ -110,17 +110,16 @@ def _run_task(x, betaT, alpha, site, shift, U, n_burn, states, acc, p, z, cnt):
             u = U[1 + sw, j] * tot
             c = 0.0
             knew = -1
-            last = 0
             for k in range(K):
-                if p[k] > 0.0:
-                    last = k
                 c += p[k]
                 if u < c:
                     knew = k
                     break
             if knew < 0:
                 # u reached the rounded total: the last topic of positive weight
-                knew = last
+                knew = K - 1
+                while knew > 0 and p[knew] <= 0.0:
+                    knew -= 1
             z[j] = knew
             cnt[knew] += 1.0
             if keep and states:

@@ -64,6 +64,7 @@ class LDA:
     n_topics : int
     dim : int or None
         ``n_words``.
+    ratio_estimate : str
 
     Examples
     --------
@@ -217,5 +218,7 @@ class LDA:
         return np.ascontiguousarray(out[:, 0].reshape(n, D, 2).transpose(2, 0, 1))
 
     def __repr__(self):
+        extra = ("" if self.ratio_estimate == "rao-blackwell"
+                 else f", ratio_estimate={self.ratio_estimate!r}")
         return (f"LDA(n_topics={self.n_topics}, V={self.n_values}, "
-                f"n_words={self.dim})")
+                f"n_words={self.dim}{extra})")
