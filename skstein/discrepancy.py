@@ -24,10 +24,10 @@ from sklearn.utils.validation import check_array
 from ._numba import numba_threads
 from ._numba.sliced import IMQ as _SLICED_IMQ
 from ._numba.sliced import RBF as _SLICED_RBF
-from ._numba.bootstrap import add_weighted_forms
 from ._numba.learning import sliced_grad_upper
 from ._numba.sliced import shared_direction_rows, sliced_stein_rows, sliced_stein_upper
 from ._bootstrap import FORM_BLOCK, FORM_DTYPE, block_forms, bootstrap_forms
+from ._numba.bootstrap import scaled_single
 from ._numba.stein import kernel_params, stein_block_inplace, stein_upper_multi
 from ._validation import check_choice, check_samples, evaluate_score
 from .kernels import (
@@ -63,7 +63,7 @@ def check_stein_finite(*values):
 
 #: Default memory budget (bytes) for the temporaries of one Stein-kernel pass.
 DEFAULT_MAX_MEMORY = 64 * 2**20
-#: Bytes of the products of one column chunk of the bootstrap forms (kept in cache).
+#: Bytes of the products of one chunk of draws in the bootstrap forms.
 FORM_CHUNK = 32 * 2**20
 
 
@@ -200,11 +200,14 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     bootstrap weights ``V``. The pass runs over blocks of rows ``a:b`` of the upper
     triangle: the Gram blocks :math:`X_{a:b} X_{a:}^\top`, :math:`S_{a:b} S_{a:}^\top`,
     :math:`X_{a:b} S_{a:}^\top + S_{a:b} X_{a:}^\top` are formed once and shared by
-    all kernels; each kernel costs one elementwise pass into a reused buffer and one
-    BLAS product with the weights, in the precision
-    :data:`skstein._bootstrap.FORM_DTYPE` (single; the sums are in double). No
-    ``n x n`` array is formed: the temporaries are four ``block x n`` arrays within
-    ``max_memory`` (and the ``n_draws x n`` products).
+    all kernels; each kernel costs one elementwise pass into a reused buffer. The
+    kernels' blocks, stacked, then multiply the weights of columns ``a:`` in one BLAS
+    product, and the dot with the weights of rows ``a:b`` completes the forms, both
+    in the precision :data:`skstein._bootstrap.FORM_DTYPE` (single, on each kernel's
+    blocks scaled by its largest diagonal value; the forms are accumulated over blocks
+    in double, and the sums are in double). No ``n x n`` array is formed: the
+    temporaries are four ``block x n`` arrays within ``max_memory``, a copy of the
+    weights and the products of a chunk of draws.
     With ``V=None`` only the sums are computed.
 
     Returns
@@ -222,11 +225,19 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     code, _, p1 = params[0]
     p0s = np.array([p0 for _, p0, _ in params])
     L = len(kernels)
+    diags = [_diagonal(k, S) for k in kernels]
     forms = None if V is None else np.zeros((V.shape[0], L))
-    Vf = None if V is None else V.astype(FORM_DTYPE)
+    # the weights with one column per draw, for products H_block @ VT[a:]
+    VT = None if V is None else np.ascontiguousarray(V.T, dtype=FORM_DTYPE)
+    # each kernel's blocks scaled by 1 / max_i h_l(x_i, x_i) >= 1 / max |h_l| before the
+    # single-precision products (see scaled_single); the forms are scaled back
+    dmax = np.array([d.max() if d.size else 1.0 for d in diags])
+    scale = np.where(np.isfinite(dmax) & (dmax > 0), 1.0 / np.where(dmax > 0, dmax, 1.0), 1.0)
     rowsums = np.zeros((L, n))
     totals = np.zeros(L)
-    rows = min(FORM_BLOCK, _block_rows(n, n, max_memory, n_arrays=3 + L))
+    # G, SS, C and the L kernel blocks in double, and their single-precision copies
+    rows = min(FORM_BLOCK, _block_rows(n, n, max_memory,
+                                       n_arrays=3 + L + (0 if V is None else (L + 1) // 2)))
     for a in range(0, n, rows):
         b = min(n, a + rows)
         Xa, Sa, Xt, St = Xc[a:b], S[a:b], Xc[a:], S[a:]
@@ -241,19 +252,20 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
         rowsums[:, a:] += H.sum(axis=1)
         totals += 2.0 * rowsum.sum(axis=1)
         if V is not None:
-            # one product for all kernels: the weights of rows a:b against the
-            # kernels' blocks side by side (one large product runs faster than L),
-            # in column chunks that keep the product within max_memory
+            # one product for all kernels: their blocks stacked row-wise (one large
+            # product runs faster than L) times the weights of columns a:, in chunks
+            # of draws that keep the product within max_memory
             M = V.shape[0]
-            width = max(1, min(n - a, min(max_memory, FORM_CHUNK) // (4 * M * L)))
-            for c in range(0, n - a, width):
-                e = min(n - a, c + width)
-                wide = np.empty((b - a, L, e - c), dtype=FORM_DTYPE)
-                wide[...] = H[:, :, c:e].transpose(1, 0, 2)
-                R = (Vf[:, a:b] @ wide.reshape(b - a, -1)).reshape(M, L, e - c)
-                add_weighted_forms(R, V, a + c, forms)
-    sums = [SteinSums(n, float(totals[li]), _diagonal(k, S), rowsums[li], None)
-            for li, k in enumerate(kernels)]
+            Hf = scaled_single(H, scale, np.empty(H.shape, dtype=FORM_DTYPE))
+            Hf = Hf.reshape(L * (b - a), n - a)
+            width = max(1, min(M, min(max_memory, FORM_CHUNK) // (4 * L * (b - a))))
+            for c in range(0, M, width):
+                e = min(M, c + width)
+                P = (Hf @ VT[a:, c:e]).reshape(L, b - a, e - c)
+                # the dot with the same draws' weights on rows a:b (single precision
+                # over at most FORM_BLOCK rows, accumulated in double across blocks)
+                forms[c:e] += (2.0 / scale) * np.einsum("lim,im->ml", P, VT[a:b, c:e])
+    sums = [SteinSums(n, float(totals[li]), diags[li], rowsums[li], None) for li in range(L)]
     return sums, forms
 
 

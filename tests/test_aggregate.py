@@ -78,6 +78,26 @@ def test_stein_sums_and_forms_match_explicit_matrices(kernels):
         stein_sums_and_forms(X, S, [RBF(1.0), IMQ(1.0)], V)
 
 
+@pytest.mark.parametrize("scale", [1e-25, 1e25])
+@pytest.mark.parametrize("family", [RBF, IMQ])
+def test_stein_sums_and_forms_accurate_at_any_scale(scale, family):
+    """The single-precision products see each kernel's blocks scaled by its largest
+    diagonal value, so Stein kernels far below (or above) float32's range keep their
+    forms: with X and S scaled, every entry of H scales by ``scale**-2``."""
+    rng = np.random.default_rng(2)
+    n = 60
+    X0 = rng.standard_normal((n, 2))
+    X, S = scale * X0, (-X0 + 0.3 * rng.standard_normal((n, 2))) / scale
+    kernels = [family(0.1 * scale), family(0.5 * scale), family(2.0 * scale)]
+    V = bootstrap_weights("rademacher", n, 30, rng)
+    _, forms = stein_sums_and_forms(X, S, kernels, V)
+    for k, kern in enumerate(kernels):
+        H = kern.stein(X, X, S, S)
+        np.fill_diagonal(H, 0.0)
+        assert np.abs(H).max() < 1e-38 or np.abs(H).max() > 1e38
+        assert_forms_close(forms[:, k], np.einsum("mi,ij,mj->m", V, H, V), V, H)
+
+
 def test_sliced_sums_and_forms_match_explicit_matrices():
     from skstein.discrepancy import sliced_stein_sums
 
