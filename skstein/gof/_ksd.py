@@ -49,9 +49,9 @@ class KSDTest(SteinTestMixin, BaseEstimator):
     median-heuristic test's beyond binomial error, and far above it where the median
     bandwidth is too wide (Laplace at D = 10: 1.00 against 0.24; a shrunk direction
     at D = 20: 1.00 against 0.61); on a mixture model it finds the cluster scale that
-    the median misses. It costs 3.2 times the single-bandwidth test at N = 1000,
-    D = 100 and 7.9 times at N = 5000, D = 1 (ten statistics and their bootstrap
-    forms, one set of draws; ``benchmarks/bench_aggregate.py``).
+    the median misses. It costs 3.4 to 4.1 times the single-bandwidth test at
+    N = 1000, D = 100 and 4.5 times at N = 5000, D = 1 (ten statistics and their
+    bootstrap forms, one set of draws; ``benchmarks/bench_aggregate.py``).
     ``bandwidth="median"`` is the classic test.
 
     Parameters
