@@ -67,7 +67,7 @@ heavy-tailed (rare visits to a topic under which ``x_j`` is rare give huge value
 and a mean of 20 sweeps of it leaves the decision to the chains: on six development
 data sets of ``fm-h1`` at n = 300, the standard deviation of the z-score over five
 chain seeds had median 0.60 for ``LKSD-diff-states`` against 0.21 for ``LKSD-diff``
-and 0.22 for ``LKSD-ZB``. The published estimator's test then stays at 0.01 to 0.10
+and 0.22 for ``LKSD-ZB``. The published estimator's test then stays at 0.01 to 0.09
 in every H1 cell, whatever n, where the Zanella-Barker test reaches 1.00 (V = 100) and
 0.71 (V = 1000) at n = 500. The Rao-Blackwellised ratios give the difference operator
 power that grows with n; with V = 100 it stays well below Zanella-Barker's, with V =
