@@ -231,8 +231,10 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     VT = None if V is None else np.ascontiguousarray(V.T, dtype=FORM_DTYPE)
     # each kernel's blocks scaled by 1 / max_i h_l(x_i, x_i) >= 1 / max |h_l| before the
     # single-precision products (see scaled_single); the forms are scaled back
-    dmax = np.array([d.max() if d.size else 1.0 for d in diags])
-    scale = np.where(np.isfinite(dmax) & (dmax > 0), 1.0 / np.where(dmax > 0, dmax, 1.0), 1.0)
+    dmax = np.array([d.max() for d in diags])
+    scale = np.ones(L)
+    usable = np.isfinite(dmax) & (dmax > 0)
+    scale[usable] = 1.0 / dmax[usable]
     rowsums = np.zeros((L, n))
     totals = np.zeros(L)
     # G, SS, C and the L kernel blocks in double, and their single-precision copies
