@@ -29,6 +29,20 @@ def test_ica_rows_and_reproducibility():
     assert d[0]["test_loglik"] != a[0]["test_loglik"]  # KSD: bandwidth every step now
     assert d[1]["test_loglik"] != a[1]["test_loglik"]
     assert d[2]["test_loglik"] == a[2]["test_loglik"]  # MLE has no bandwidth
+    # the optional maxSKSD-rg runs only when asked for, on the same problem
+    e = ica.run(n_jobs=1, methods=("maxSKSD", "maxSKSD-rg"), **kw)
+    assert [r["method"] for r in e] == ["maxSKSD", "maxSKSD-rg"]
+    assert e[0]["test_loglik"] == a[1]["test_loglik"]
+    assert e[1]["test_loglik"] != e[0]["test_loglik"]
+    assert e[1]["test_loglik_true"] == a[1]["test_loglik_true"]
+
+
+def test_ica_maxsksd_rg_learns_d_orthonormal_slices():
+    loss = ica._make_loss("maxSKSD-rg", 1e-2, 1, dim=5)
+    X = np.random.default_rng(0).standard_normal((60, 5))
+    loss.value_and_grad(X, -X)
+    assert loss.variant == "rg" and loss.slices_.shape == (5, 5)
+    np.testing.assert_allclose(loss.slices_ @ loss.slices_.T, np.eye(5), atol=1e-12)
 
 
 def test_ica_training_improves_on_the_start_and_mle_is_best():
@@ -36,13 +50,13 @@ def test_ica_training_improves_on_the_start_and_mle_is_best():
     truth, X, X_test, B0 = ica.make_problem(key, 3000, 1000)
     start = ica.ICA(B0).logpdf(X_test).mean()
     lls = {}
-    for method in ica.METHODS:
+    for method in ica.METHODS + ica.OPTIONAL_METHODS:
         model, _, diverged = ica.train(method, X, B0, n_steps=1500, learning_rate=1e-2,
                                        random_state=0)
         assert not diverged
         lls[method] = model.logpdf(X_test).mean()
     assert all(ll > start + 1.0 for ll in lls.values())
-    assert lls["MLE"] >= max(lls["KSD"], lls["maxSKSD"]) - 0.05
+    assert lls["MLE"] >= max(lls["KSD"], lls["maxSKSD"], lls["maxSKSD-rg"]) - 0.05
     assert lls["MLE"] > truth.logpdf(X_test).mean() - 0.2
 
 
