@@ -186,7 +186,9 @@ def tail_index(values):
     k = max(10, int(np.sqrt(n)))
     if n < 100 or values[k] <= 0:
         return np.inf
-    return 1.0 / np.mean(np.log(values[:k] / values[k]))
+    mean_log = np.mean(np.log(values[:k] / values[k]))
+    # tied top values (a score with few distinct norms, e.g. Laplace's): no tail at all
+    return 1.0 / mean_log if mean_log > 0 else np.inf
 
 
 def warn_heavy_tails(S, name="model"):

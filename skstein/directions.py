@@ -460,8 +460,16 @@ class AscentSettings:
 
 
 def _coincide_along(G, *samples):
-    """Whether the rows of some sample coincide along some direction (row of ``G``)."""
-    return any(np.any(np.ptp(A @ G.T, axis=0) == 0) for A in samples if A is not None)
+    """Whether the rows of some sample coincide along some direction (row of ``G``), up to
+    rounding: a spread of at most 64 machine epsilons of the largest projection."""
+    tol = 64 * np.finfo(np.float64).eps
+    for A in samples:
+        if A is None:
+            continue
+        P = A @ G.T
+        if np.any(np.ptp(P, axis=0) <= tol * np.max(np.abs(P), axis=0)):
+            return True
+    return False
 
 
 def _ascend(X, S, G, R, variant, bandwidth, cfg, rng, Xv=None, Sv=None):

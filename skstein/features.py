@@ -341,12 +341,14 @@ def gaussian_functional_null(cov, order, n_features, dim, n_draws, rng, *, batch
 
 def gaussian_locations(X, n_locations, rng, reg=1e-6):
     """``n_locations`` draws from the Gaussian fitted to the rows of ``X`` (mean, covariance
-    plus ``reg`` on the diagonal), as kgof's ``fit_gaussian_draw``."""
+    plus ``reg`` times its mean variance on the diagonal, as kgof's ``fit_gaussian_draw``
+    but relative, so the draws scale with the data)."""
     X = np.asarray(X, dtype=np.float64)
     d = X.shape[1]
     mean = X.mean(axis=0)
     cov = np.cov(X, rowvar=False).reshape(d, d) if X.shape[0] > 1 else np.zeros((d, d))
-    cov = cov + reg * np.eye(d)
+    scale = np.trace(cov) / d
+    cov = cov + reg * (scale if scale > 0 else 1.0) * np.eye(d)
     L = np.linalg.cholesky(0.5 * (cov + cov.T))
     E = rng.standard_normal((n_locations, d))
     return np.ascontiguousarray(mean + E @ L.T)

@@ -110,6 +110,17 @@ def test_chi2_mixture_null_moments():
     assert draws.var() == pytest.approx(10.5, rel=0.02)
 
 
+@pytest.mark.parametrize("scale", [1e-6, 1e4])
+def test_fssd_at_initial_locations_does_not_depend_on_the_units(scale):
+    # the locations' regulariser is relative to the data's variance: at 1e-6 an absolute
+    # one put every location a thousand data scales away, and the test lost its power
+    def pvalue(c):
+        X = c * Laplace(2).rvs(300, random_state=4) / np.sqrt(2)
+        test = FSSDTest(Gaussian(np.zeros(2), cov=c * c), optimize=False, random_state=0)
+        return test.test(X).pvalue
+    assert pvalue(scale) == pytest.approx(pvalue(1.0), rel=1e-9)
+
+
 def test_gaussian_locations_follow_the_data():
     X = np.random.default_rng(0).normal([5.0, -2.0], [1.0, 3.0], size=(4000, 2))
     V = gaussian_locations(X, 20000, np.random.default_rng(1))

@@ -792,6 +792,15 @@ def test_data_driven_starts_along_which_the_samples_coincide_are_dropped():
     assert np.all(np.isfinite(res.directions)) and "identity" in [c[0] for c in res.candidates]
 
 
+def test_starts_along_which_the_samples_coincide_up_to_rounding_are_dropped():
+    # two distinct points repeated: a data-driven start orthogonal to their difference
+    # projects them to values that differ by rounding only (bandwidth ~1e-16 before)
+    X = np.repeat(np.random.default_rng(0).standard_normal((2, 2)), 150, axis=0)
+    res = MaxSKSDTest(Gaussian(np.zeros(2)), random_state=0).test(X)
+    assert np.min(res.bandwidths) > 1e-3
+    assert np.max(res.statistics) < 1e3
+
+
 def test_rank_samples_names_the_candidate():
     with pytest.raises(ValueError, match=r"samples\['b'\]"):
         rank_samples({"a": np.eye(3), "b": np.ones((3, 2))},

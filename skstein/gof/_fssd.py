@@ -93,6 +93,10 @@ class FSSDTest(BaselineTestMixin, BaseEstimator):
         L-BFGS-B tolerance on the objective (``ftol``).
     reg : float, default=1e-2
         Regulariser added to :math:`\hat\sigma^2_{H_1}` in the power criterion (kgof's).
+        It is absolute, while :math:`\hat\sigma^2_{H_1}` scales as the data's units to
+        the power -4: for data far from unit scale, scale ``reg`` by ``scale**-4`` (or
+        standardise the problem) to learn the same locations. The initial locations and
+        the test at given locations do not depend on the units.
     n_simulate : int, default=3000
         Draws from the simulated null distribution.
     alpha : float, default=0.05
