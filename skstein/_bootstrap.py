@@ -20,6 +20,7 @@ Several statistics calibrated on the same draws (one per bandwidth of a collecti
 are aggregated by :func:`aggregate_minp`.
 """
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,9 +28,30 @@ import numpy as np
 from ._numba.bootstrap import centred_counts
 
 __all__ = ["bootstrap_weights", "bootstrap_null", "bootstrap_forms", "bootstrap_pvalue",
-           "bootstrap_threshold", "aggregate_minp", "AggregateDecision", "BOOTSTRAPS"]
+           "bootstrap_threshold", "aggregate_minp", "AggregateDecision", "BOOTSTRAPS",
+           "SMALL_SAMPLE", "warn_small_sample"]
 
 BOOTSTRAPS = ("multinomial", "rademacher")
+
+#: below this many samples the multinomial bootstrap warns that its level is not held
+SMALL_SAMPLE = 20
+
+
+def warn_small_sample(method, n, stacklevel=3):
+    """Warn when the multinomial bootstrap runs on fewer than :data:`SMALL_SAMPLE` points.
+
+    Its level is asymptotic. Measured on a 2-D standard Gaussian sample from the model
+    (``KSDTest``, 200 trials at alpha = 0.05): rejection rates 0.33 at n = 5, 0.11 at
+    n = 10 and 0.04 at n = 20 with the aggregated bandwidths; 0.10, 0.065 and 0.045 with
+    the median bandwidth. The Rademacher bootstrap was conservative there (at most
+    0.025).
+    """
+    if method == "multinomial" and n < SMALL_SAMPLE:
+        warnings.warn(
+            f"the multinomial bootstrap's level is asymptotic and not held with n={n} < "
+            f"{SMALL_SAMPLE} samples: a true model can be rejected much more often than "
+            f"alpha; bootstrap='rademacher' is conservative at small n.",
+            UserWarning, stacklevel=stacklevel)
 
 
 def bootstrap_weights(method, n, n_draws, rng, statistic="u"):

@@ -773,6 +773,7 @@ def test_fssd_refuses_an_unknown_bandwidth_rule():
         FSSDTest(std_normal_score, bandwidth="wide").test(np.eye(3))
 
 
+@pytest.mark.filterwarnings("ignore:the multinomial bootstrap's level")
 def test_small_training_parts_skip_the_held_out_selection():
     # a direction search on 3 to 5 samples could hold out no valid validation part, so an
     # unfitted MaxSKSDTest failed on 13 to 27 samples (training parts of 3 to 5)

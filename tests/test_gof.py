@@ -176,6 +176,17 @@ def test_heavy_tails_warn_and_light_tails_do_not():
                     data.rvs(500, random_state=seed))
 
 
+def test_multinomial_bootstrap_warns_on_tiny_samples():
+    model = Gaussian(np.zeros(2))
+    X = np.random.default_rng(0).standard_normal((20, 2))
+    with pytest.warns(UserWarning, match="n=10 < 20"):
+        KSDTest(model, n_bootstrap=100, random_state=0).test(X[:10])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        KSDTest(model, n_bootstrap=100, random_state=0).test(X)
+        KSDTest(model, bootstrap="rademacher", n_bootstrap=100, random_state=0).test(X[:10])
+
+
 def test_scores_with_tied_norms_give_no_warning():
     # Laplace's score takes 2^D values: the largest squared norms tie, which once made
     # the tail-index estimate divide by zero

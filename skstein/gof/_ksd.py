@@ -3,7 +3,12 @@
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._bootstrap import bootstrap_pvalue, bootstrap_threshold, bootstrap_weights
+from .._bootstrap import (
+    bootstrap_pvalue,
+    bootstrap_threshold,
+    bootstrap_weights,
+    warn_small_sample,
+)
 from .._estimator import discrete_input_tags
 from .._random import as_generator
 from .._result import GOFTestResult
@@ -77,6 +82,9 @@ class KSDTest(SteinTestMixin, BaseEstimator):
     bootstrap : {"multinomial", "rademacher"}, default="multinomial"
         Null distribution by the multinomial bootstrap (Liu et al. 2016, Gong et al.
         2021 Eq. 13) or the wild (Rademacher) bootstrap (Chwialkowski et al. 2016).
+        Both are asymptotic; the multinomial one warns below 20 samples, where it can
+        reject a true model far more often than ``alpha`` (the Rademacher one is
+        conservative there; see the user guide).
     n_bootstrap : int, default=1000
         Number of bootstrap draws (shared by all bandwidths of a collection).
     alpha : float, default=0.05
@@ -224,6 +232,7 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         X, S, kern = self._prepare(X, bw_rng)
         kernels = kern if isinstance(kern, tuple) else (kern,)
         n = X.shape[0]
+        warn_small_sample(self.bootstrap, n)
         V = bootstrap_weights(self.bootstrap, n, self.n_bootstrap, boot_rng, self.statistic)
         sums, null = stein_sums_and_forms(X, S, kernels, V, max_memory=self.max_memory)
         if self.statistic == "v":

@@ -4,7 +4,12 @@
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._bootstrap import bootstrap_pvalue, bootstrap_threshold, bootstrap_weights
+from .._bootstrap import (
+    bootstrap_pvalue,
+    bootstrap_threshold,
+    bootstrap_weights,
+    warn_small_sample,
+)
 from .._numba import blas_threads
 from .._random import as_generator
 from .._result import GOFTestResult
@@ -126,6 +131,7 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
         is not fitted (fraction in (0, 1) or a number of samples).
     statistic : {"u", "v"}, default="u"
     bootstrap : {"multinomial", "rademacher"}, default="multinomial"
+        As in :class:`KSDTest` (the multinomial bootstrap warns below 20 test points).
     n_bootstrap : int, default=1000
     alpha : float, default=0.05
     random_state : None, int or numpy.random.Generator, default=None
@@ -389,6 +395,7 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
         prep_rng, boot_rng = rng.spawn(2)
         X, S, specs = self._prepare(X, prep_rng)
         n = X.shape[0]
+        warn_small_sample(self.bootstrap, n)
         V = bootstrap_weights(self.bootstrap, n, self.n_bootstrap, boot_rng, self.statistic)
         sums, nulls, rows_all, labels = [], [], [], []
         for name, G, R, rows in specs:
