@@ -43,7 +43,7 @@ rate and batch size the training is therefore limited by its gradient noise, and
 from the initial matrix (:math:`\\log|\\det B|` 18 against 182 for the truth) it has
 not converged after 15000 steps: :math:`\\log|\\det B|` is 116-125 there, 165 for
 MLE. A cosine decay of the learning rate made it worse (-36.7 against -17.4 at 15000
-steps), and so did the authors' unnormalised directions under Adam (-18.4).
+steps); the authors' unnormalised directions under Adam did not help (-18.4).
 
 ``methods=("maxSKSD-rg",)`` (in :data:`OPTIONAL_METHODS`, not part of the paper's
 table) trains with maxSKSD-rg instead: ``D`` orthonormal slices learned alongside the
