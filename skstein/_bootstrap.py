@@ -20,6 +20,8 @@ Several statistics calibrated on the same draws (one per bandwidth of a collecti
 are aggregated by :func:`aggregate_minp`.
 """
 
+import os
+import sys
 import warnings
 from dataclasses import dataclass
 
@@ -37,25 +39,35 @@ BOOTSTRAPS = ("multinomial", "rademacher")
 SMALL_SAMPLE = 20
 
 
-def warn_small_sample(method, n, stacklevel=3):
+def warn_small_sample(method, n):
     """Warn when the multinomial bootstrap runs on fewer than :data:`SMALL_SAMPLE` points.
 
     Its level is asymptotic. Measured on a 2-D standard Gaussian sample from the model
     (``KSDTest``, 200 trials at alpha = 0.05): rejection rates 0.33 at n = 5, 0.11 at
     n = 10 and 0.04 at n = 20 with the aggregated bandwidths; 0.10, 0.065 and 0.045 with
     the median bandwidth. The Rademacher bootstrap was conservative there (at most
-    0.025).
+    0.025). The warning points at the first caller outside the package.
     """
-    if method == "multinomial" and n < SMALL_SAMPLE:
-        warnings.warn(
-            f"the multinomial bootstrap's level is asymptotic and not held with n={n} < "
-            f"{SMALL_SAMPLE} samples: a true model can be rejected much more often than "
-            f"alpha; bootstrap='rademacher' is conservative at small n.",
-            UserWarning, stacklevel=stacklevel)
+    if method != "multinomial" or n >= SMALL_SAMPLE:
+        return
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(0), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(
+        f"the multinomial bootstrap's level is asymptotic and not held with n={n} < "
+        f"{SMALL_SAMPLE} samples: a true model can be rejected much more often than "
+        f"alpha; bootstrap='rademacher' is conservative at small n.",
+        UserWarning, stacklevel=level)
 
 
 def bootstrap_weights(method, n, n_draws, rng, statistic="u"):
-    """The ``(n_draws, n)`` matrix of centred bootstrap weights ``v``."""
+    """The ``(n_draws, n)`` matrix of centred bootstrap weights ``v``.
+
+    Warns below :data:`SMALL_SAMPLE` points with the multinomial bootstrap
+    (:func:`warn_small_sample`).
+    """
+    warn_small_sample(method, n)
     if method == "multinomial":
         # Mult(n; 1/n, ..., 1/n) counts as histograms of n uniform indices per draw
         # (the same distribution as Generator.multinomial, several times faster)

@@ -17,7 +17,6 @@ from .._bootstrap import (
     bootstrap_pvalue,
     bootstrap_threshold,
     bootstrap_weights,
-    warn_small_sample,
 )
 from .._estimator import is_fitted
 from .._random import as_generator
@@ -155,7 +154,6 @@ def test(est, X):
 def _aggregated_test(est, X, nvals, kernels, operator, C, boot_rng):
     """The test over a bandwidth collection: one bootstrap, min-p level correction."""
     n = X.shape[0]
-    warn_small_sample(est.bootstrap, n, stacklevel=5)
     V = bootstrap_weights(est.bootstrap, n, est.n_bootstrap, boot_rng, est.statistic)
     in_memory = 8 * n * n <= est.max_memory
     stats = np.empty(len(kernels))

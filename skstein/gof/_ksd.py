@@ -3,12 +3,7 @@
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._bootstrap import (
-    bootstrap_pvalue,
-    bootstrap_threshold,
-    bootstrap_weights,
-    warn_small_sample,
-)
+from .._bootstrap import bootstrap_pvalue, bootstrap_threshold, bootstrap_weights
 from .._estimator import discrete_input_tags
 from .._random import as_generator
 from .._result import GOFTestResult
@@ -232,7 +227,6 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         X, S, kern = self._prepare(X, bw_rng)
         kernels = kern if isinstance(kern, tuple) else (kern,)
         n = X.shape[0]
-        warn_small_sample(self.bootstrap, n)
         V = bootstrap_weights(self.bootstrap, n, self.n_bootstrap, boot_rng, self.statistic)
         sums, null = stein_sums_and_forms(X, S, kernels, V, max_memory=self.max_memory)
         if self.statistic == "v":

@@ -4,12 +4,7 @@
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._bootstrap import (
-    bootstrap_pvalue,
-    bootstrap_threshold,
-    bootstrap_weights,
-    warn_small_sample,
-)
+from .._bootstrap import bootstrap_pvalue, bootstrap_threshold, bootstrap_weights
 from .._numba import blas_threads
 from .._random import as_generator
 from .._result import GOFTestResult
@@ -395,7 +390,6 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
         prep_rng, boot_rng = rng.spawn(2)
         X, S, specs = self._prepare(X, prep_rng)
         n = X.shape[0]
-        warn_small_sample(self.bootstrap, n)
         V = bootstrap_weights(self.bootstrap, n, self.n_bootstrap, boot_rng, self.statistic)
         sums, nulls, rows_all, labels = [], [], [], []
         for name, G, R, rows in specs:
