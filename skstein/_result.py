@@ -66,8 +66,9 @@ class GOFTestResult:
         Aggregated tests only: the corrected per-bandwidth level; bandwidth ``l``
         rejects when ``pvalues[l] <= pvalue_threshold``.
     labels : tuple of str or None
-        Aggregated maxSKSD tests only: the candidate set of directions (and bandwidth
-        factor) of each statistic.
+        Aggregated maxSKSD tests: the candidate set of directions (and bandwidth
+        factor) of each statistic; KSD tests with ``whiten="aggregate"``: the geometry
+        (``"euclidean"`` or ``"whitened"``) of each statistic. None otherwise.
     """
 
     statistic: float

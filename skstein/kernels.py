@@ -50,6 +50,7 @@ __all__ = [
     "median_bandwidth_1d",
     "bandwidth_grid",
     "bandwidth_factor_grid",
+    "whitening",
     "KERNELS",
     "MIN_BANDWIDTH",
 ]
@@ -502,6 +503,41 @@ def bandwidth_grid(X, n_bandwidths=10, *, max_points=2000, random_state=None):
     pos = d[d > 0]
     lo = min(max(float(np.quantile(pos, GRID_QUANTILE)), MIN_BANDWIDTH), med)
     return np.geomspace(lo, 2.0 * med, n_bandwidths)
+
+
+def whitening(X):
+    r"""The change of coordinates that whitens ``X``, and its action on scores.
+
+    With the Ledoit-Wolf shrunk covariance :math:`\hat C = V \operatorname{diag}(w)
+    V^\top` of ``X`` (shrinkage keeps it invertible when ``n`` is close to ``d``),
+    :math:`A = V \operatorname{diag}(w)^{-1/2}` maps the samples to ``X @ A``, with
+    sample covariance (close to) the identity, and :math:`B = V
+    \operatorname{diag}(w)^{1/2}` maps the scores: if ``S`` holds :math:`\nabla \log
+    p` at the rows of ``X``, ``S @ B`` holds the score of the transformed model at the
+    rows of ``X @ A`` (the chain rule; :math:`A B^\top = I`). A radial kernel on the
+    whitened points is the Mahalanobis kernel :math:`\kappa(\|x - y\|^2_{\hat
+    C^{-1}})` on the original ones, so a Stein discrepancy computed there tests the
+    same hypothesis with a kernel fitted to the data's correlations and scales.
+
+    Parameters
+    ----------
+    X : array of shape (n, d)
+
+    Returns
+    -------
+    A, B : ndarrays of shape (d, d)
+        Eigenvalues below ``1e-12`` times the largest are raised to it.
+    """
+    from sklearn.covariance import ledoit_wolf
+
+    X = check_samples(X)
+    C, _ = ledoit_wolf(X)
+    w, V = np.linalg.eigh(C)
+    if not (np.all(np.isfinite(w)) and w[-1] > 0):
+        raise ValueError("all samples coincide (X has no two distinct rows), so X cannot "
+                         "be whitened.")
+    w = np.maximum(w, 1e-12 * w[-1])
+    return V / np.sqrt(w), V * np.sqrt(w)
 
 
 def bandwidth_factor_grid(U, n_factors=10, *, max_points=1000, random_state=None):

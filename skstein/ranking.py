@@ -52,7 +52,7 @@ from .discrepancy import (
     stein_sums,
 )
 from .gof import KSDTest, MaxSKSDTest
-from .kernels import make_kernel
+from .kernels import make_kernel, whitening
 
 __all__ = ["rank_samples", "SampleRanking"]
 
@@ -163,17 +163,28 @@ def _stein_parts(test, X, rng, max_memory):
             raise ValueError(
                 "rank_samples needs one kernel, but the KSDTest aggregates over a bandwidth "
                 "collection; give it bandwidth='median' or a float.")
+        geometries = test._geometries()
+        if len(geometries) > 1:
+            raise ValueError(
+                "rank_samples needs one kernel, but the KSDTest aggregates over two "
+                "geometries (whiten='aggregate'); give it whiten=False or True.")
+        S = evaluate_score(test.model, X, "model")
+        if h is None:
+            white = whitening(X) if geometries[0] == "whitened" else None
+        else:
+            white = getattr(test, "whitening_", None)
+        if white is not None:
+            X, S = X @ white[0], S @ white[1]
         if h is None:
             h = resolve_bandwidth(X, test.bandwidth, random_state=rng)
         kern = make_kernel(test.kernel, h, test.kernel_params)
-        S = evaluate_score(test.model, X, "model")
+        name = f"KSD ({kern.name}{', whitened' if white is not None else ''})"
         n = X.shape[0]
         if 3 * 8 * n * n <= max_memory:
             sums = stein_sums(X, S, kern, return_matrix=True)
-            return sums.upper, sums.diag, f"KSD ({kern.name})"
+            return sums.upper, sums.diag, name
         sums = stein_sums(X, S, kern, max_memory=max_memory)
-        return (lambda: stein_row_blocks(X, S, kern, max_memory=max_memory)), sums.diag, \
-            f"KSD ({kern.name})"
+        return (lambda: stein_row_blocks(X, S, kern, max_memory=max_memory)), sums.diag, name
     if isinstance(test, MaxSKSDTest):
         if not hasattr(test, "directions_"):
             raise ValueError("a MaxSKSDTest must be fitted (fit or partial_fit) before it can "
@@ -285,9 +296,9 @@ def rank_samples(samples, test, *, statistic=None, n_bootstrap=1000, confidence=
         a dict (keyed like ``samples``) or a sequence gives each candidate its own,
         e.g. a :class:`~skstein.MaxSKSDTest` whose directions were learned on that
         candidate's burn-in (:meth:`~skstein.MaxSKSDTest.partial_fit`). A KSD test
-        uses its fitted bandwidth, or resolves ``bandwidth`` on each candidate; a
-        maxSKSD test uses its directions, slices and bandwidths (``test_bandwidth``
-        applies).
+        uses its fitted bandwidth (and whitening, for ``whiten=True``), or resolves
+        ``bandwidth`` (and the whitening) on each candidate; a maxSKSD test uses its
+        directions, slices and bandwidths (``test_bandwidth`` applies).
     statistic : {"u", "v"}, default=None
         ``None``: each test's own ``statistic``.
     n_bootstrap : int, default=1000

@@ -47,6 +47,10 @@ def discrete_operator(est):
 
 
 def _check_params(est):
+    whiten = getattr(est, "whiten", False)
+    if not (isinstance(whiten, (bool, np.bool_)) and not whiten):
+        raise ValueError(f"whiten must be False for a discrete model, got {est.whiten!r}: "
+                         "the discrete kernels act on the values, not on a linear geometry.")
     check_choice(est.kernel, "kernel", tuple(DISCRETE_KERNELS))
     check_choice(est.statistic, "statistic", ("u", "v"))
     check_choice(est.bootstrap, "bootstrap", BOOTSTRAPS)
