@@ -15,6 +15,7 @@ settings (and, for :class:`SlicedSVGD`, starting from the learned directions).
 
 import numbers
 import sys
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -40,6 +41,8 @@ __all__ = ["SVGD", "SlicedSVGD", "score_frame", "scores_correlated"]
 OPTIMIZERS = ("sgd", "adagrad", "adam")
 #: Largest magnitude whose square float64 holds (the adaptive steps square the direction).
 _MAX_SQUARABLE = float(np.sqrt(np.finfo(np.float64).max))
+#: Particles beyond this magnitude have diverged (their squared distances would overflow).
+_DIVERGED = 1e150
 BANDWIDTHS = ("median", "median-log")
 #: the slice rules of :class:`SlicedSVGD`
 SLICE_RULES = ("auto", "axes", "score")
@@ -118,7 +121,15 @@ class _ParticleSampler(BaseEstimator):
             if reset:
                 self.n_features_in_ = int(dim)
             return X
-        return validate_samples(self, X0, reset=reset, min_samples=1, copy=True)
+        X = validate_samples(self, X0, reset=reset, min_samples=1, copy=True)
+        repeated = X.shape[0] - np.unique(X, axis=0).shape[0]
+        if repeated:
+            warnings.warn(
+                f"{'X0' if reset else 'X'} has {repeated} repeated row(s) among "
+                f"{X.shape[0]} particles: {type(self).__name__} moves equal particles "
+                "identically, so they never separate; start from distinct particles.",
+                UserWarning, stacklevel=3)
+        return X
 
     def _validate_score_X(self, X):
         """``X`` of :meth:`score`: finite, at least 2 rows, the fitted width (if fitted)."""
@@ -131,7 +142,8 @@ class _ParticleSampler(BaseEstimator):
         ----------
         X0 : array-like of shape (n_particles, n_features), default=None
             Initial particles. ``None`` draws ``n_particles`` standard normal
-            particles (needs ``target.dim``).
+            particles (needs ``target.dim``). Repeated rows warn: the update moves
+            equal particles identically, so they never separate.
         y : ignored
 
         Returns
@@ -203,11 +215,12 @@ class _ParticleSampler(BaseEstimator):
                         bar.write(f"[{name}] iter {it:5d}  {status}", file=sys.stderr)
                 update += X
                 X = update
-                if not np.all(np.isfinite(X)):
+                if not np.max(np.abs(X)) < _DIVERGED:
                     raise ValueError(
-                        f"the particles overflowed at iteration {it}: the step (step_size="
-                        f"{self.step_size!r}), the scores of the target or X are too large "
-                        "for float64.")
+                        f"the particles diverged at iteration {it} (an entry beyond "
+                        f"{_DIVERGED:g} or not finite): the step (step_size="
+                        f"{self.step_size!r}, optimizer={self.optimizer!r}) is too large for "
+                        "the target's scores, or they are too large for float64.")
                 bar.update(1)
         history = {k: np.asarray(v) for k, v in hist.items()}
         return X, n_iter, history, state
@@ -296,8 +309,8 @@ class SVGD(_ParticleSampler):
         return svgd_terms(X, S, self.kernel, self.bandwidth, self.kernel_params)
 
     def _discrepancy(self, X, S, state):
-        if X.shape[0] < 2:
-            return float("nan")
+        if X.shape[0] < 2 or np.all(X == X[0]):
+            return float("nan")  # the median heuristic needs two distinct particles
         kern = make_kernel("rbf", median_bandwidth(X, max_points=1000))
         return float(stein_sums(X, S, kern).statistic("u"))
 

@@ -276,3 +276,26 @@ def test_slices_validation():
     with pytest.raises(ValueError, match="slices"):
         SlicedSVGD(target, slices=np.eye(2), n_iter=2).fit(
             np.random.default_rng(0).standard_normal((4, 3)))
+
+
+@pytest.mark.parametrize("cls", [SVGD, SlicedSVGD])
+def test_repeated_initial_particles_warn_and_still_run(cls):
+    G = Gaussian(np.zeros(2))
+    X0 = np.full((20, 2), 3.0)
+    # an explicit bandwidth once raised the median heuristic's error from the history
+    with pytest.warns(UserWarning, match="19 repeated row"):
+        est = cls(G, n_iter=20, bandwidth=1.0, random_state=0).fit(X0)
+    # SVGD's diagnostic uses the median heuristic: undefined here, not an error
+    disc = est.history_["discrepancy"]
+    assert np.all(np.isnan(disc)) if cls is SVGD else np.all(np.isfinite(disc))
+    np.testing.assert_allclose(est.particles_, est.particles_[0:1].repeat(20, axis=0))
+    X = np.random.default_rng(0).standard_normal((10, 2))
+    with pytest.warns(UserWarning, match="X has 1 repeated row"):
+        est.move(np.vstack([X, X[:1]]))
+
+
+def test_diverging_particles_blame_the_step():
+    X0 = np.random.default_rng(0).standard_normal((50, 2))
+    # the particles grow tenfold per step; they were reported as an overflow of X
+    with pytest.raises(ValueError, match="diverged at iteration .*step_size=1000000.0"):
+        SVGD(Gaussian(np.zeros(2)), n_iter=100, step_size=1e6, optimizer="sgd").fit(X0)
