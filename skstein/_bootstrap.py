@@ -20,14 +20,13 @@ Several statistics calibrated on the same draws (one per bandwidth of a collecti
 are aggregated by :func:`aggregate_minp`.
 """
 
-import os
-import sys
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from ._numba.bootstrap import centred_counts
+from ._validation import caller_stacklevel
 
 __all__ = ["bootstrap_weights", "bootstrap_null", "bootstrap_forms", "bootstrap_pvalue",
            "bootstrap_threshold", "aggregate_minp", "AggregateDecision", "BOOTSTRAPS",
@@ -50,15 +49,11 @@ def warn_small_sample(method, n):
     """
     if method != "multinomial" or n >= SMALL_SAMPLE:
         return
-    package = os.path.dirname(os.path.abspath(__file__))
-    frame, level = sys._getframe(0), 1
-    while frame is not None and frame.f_code.co_filename.startswith(package):
-        frame, level = frame.f_back, level + 1
     warnings.warn(
         f"the multinomial bootstrap's level is asymptotic and not held with n={n} < "
         f"{SMALL_SAMPLE} samples: a true model can be rejected much more often than "
         f"alpha; bootstrap='rademacher' is conservative at small n.",
-        UserWarning, stacklevel=level)
+        UserWarning, stacklevel=caller_stacklevel())
 
 
 def bootstrap_weights(method, n, n_draws, rng, statistic="u"):

@@ -4,12 +4,29 @@ Every check raises at the boundary with a message that names the argument.
 """
 
 import numbers
+import os
 import re
+import sys
 import warnings
 from contextlib import contextmanager
 
 import numpy as np
 from sklearn.utils.validation import check_array, validate_data
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def caller_stacklevel():
+    """The ``stacklevel`` that points a warning at the user's line.
+
+    For a warning issued by the calling function: the first frame outside the package.
+    """
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
+
 
 __all__ = [
     "named_errors",

@@ -30,6 +30,7 @@ Conventions (bandwidth :math:`h > 0`):
 """
 
 import numbers
+import warnings
 from contextlib import nullcontext
 
 import numpy as np
@@ -40,7 +41,7 @@ from ._numba.distances import condensed_distances
 from ._numba.sliced import median_abs_diff_columns, quantile_abs_diff_columns
 from ._numba.stein import MIN_BANDWIDTH as _MIN_BANDWIDTH
 from ._random import as_generator
-from ._validation import check_samples, named_errors
+from ._validation import caller_stacklevel, check_samples, named_errors
 
 __all__ = [
     "RBF",
@@ -461,6 +462,42 @@ def _positive_median(d, name="X"):
         raise ValueError(f"the median distance of {name} ({med:.3g}) is below the smallest "
                          f"bandwidth, {MIN_BANDWIDTH:.3g}; rescale {name} or give a bandwidth.")
     return med
+
+
+#: A kernel below this fraction of its peak between every two distinct points sees nothing.
+VANISHING_KERNEL = 1e-12
+
+
+def warn_vanishing_kernels(X, kernels, name="bandwidth", max_points=1000):
+    """Warn when every kernel vanishes between every two distinct rows of ``X``.
+
+    A bandwidth far below the distances between the samples (a float on the wrong
+    scale) leaves a Stein kernel whose off-diagonal terms are all zero: the statistic
+    and its null are then zero and the p-value is one, whatever the data. Checked on
+    at most ``max_points`` evenly spaced rows (``O(max_points^2 d)``); returns whether
+    it warned.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.shape[0] > max_points:
+        X = X[np.linspace(0, X.shape[0] - 1, max_points).astype(np.intp)]
+    d = pairwise_distances_condensed(X)
+    d = d[(d > 0) & np.isfinite(d)]
+    if d.size == 0:
+        return False
+    t = float(np.min(d)) ** 2
+    peak = [float(k.profile(np.zeros(1))[0][0]) for k in kernels]
+    if all(float(k.profile(np.array([t]))[0][0]) < VANISHING_KERNEL * p
+           for k, p in zip(kernels, peak)):
+        h = [k.bandwidth for k in kernels]
+        warnings.warn(
+            f"{name}={h[0] if len(h) == 1 else h!r} is far below the distances between the "
+            f"samples (the closest two of {X.shape[0]} are {np.sqrt(t):.3g} apart): the "
+            f"kernel is below {VANISHING_KERNEL:g} of its peak between every two distinct "
+            "points, so the test cannot see anything. Use bandwidth='aggregate' or "
+            "'median', or a bandwidth on the scale of the data.", UserWarning,
+            stacklevel=caller_stacklevel())
+        return True
+    return False
 
 
 #: Fraction of the pairwise distances below the smallest bandwidth of the collection.

@@ -203,3 +203,26 @@ def test_scores_with_tied_norms_give_no_warning():
         warnings.simplefilter("error")
         res = KSDTest(Laplace(5), n_bootstrap=100, random_state=0).test(X)
     assert np.isfinite(res.statistic) and 0 <= res.pvalue <= 1
+
+
+def test_a_bandwidth_far_below_the_sample_distances_warns(rng):
+    X = rng.laplace(size=(300, 2))
+    model = Gaussian(np.zeros(2))
+    # a float on the wrong scale: the RBF kernel underflows between every two points,
+    # and the test returned statistic 0 and p-value 1 without a word
+    with pytest.warns(UserWarning, match="bandwidth=1e-12 is far below the distances"):
+        res = KSDTest(model, bandwidth=1e-12, random_state=0).test(X)
+    assert res.statistic == 0.0 and res.pvalue == 1.0
+    with pytest.warns(UserWarning, match="closest two of 300 are"):
+        KSDTest(model, bandwidth=1.0, random_state=0).fit(X * 1e4)
+    with pytest.warns(UserWarning, match=r"bandwidth=\[0.0001, 0.001\]"):
+        KSDTest(model, bandwidth=[1e-4, 1e-3], random_state=0).test(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # one bandwidth of the collection on the data's scale, the heuristics, a float
+        # at the scale of the closest pairs: no warning
+        KSDTest(model, bandwidth=[1e-3, 1.0], random_state=0).test(X)
+        KSDTest(model, bandwidth="median", random_state=0).test(X)
+        KSDTest(model, random_state=0).test(X)
+        KSDTest(model, bandwidth=0.01, random_state=0).test(X)
+        KSDTest(model, kernel="imq", bandwidth=1e-3, random_state=0).test(X)

@@ -15,7 +15,7 @@ from ..discrepancy import (
     stein_sums,
     stein_sums_and_forms,
 )
-from ..kernels import make_kernel, whitening
+from ..kernels import make_kernel, warn_vanishing_kernels, whitening
 from . import _discrete
 from ._base import SteinTestMixin, aggregated_result, is_fitted
 
@@ -225,6 +225,9 @@ class KSDTest(SteinTestMixin, BaseEstimator):
                 h = resolve_bandwidths(Xg, self.bandwidth, self.n_bandwidths, random_state=rng)
             else:
                 h = np.array([resolve_bandwidth(Xg, self.bandwidth, random_state=rng)])
+            if not isinstance(self.bandwidth, str):  # the user's scale: does it see pairs?
+                warn_vanishing_kernels(Xg, [make_kernel(self.kernel, float(b), self.kernel_params)
+                                            for b in h])
             hs.append(h)
             labels += [geometry] * h.size
         h = np.concatenate(hs)
