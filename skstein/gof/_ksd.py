@@ -86,7 +86,8 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         an array-like of floats: the aggregated test over those bandwidths;
         ``"median"``: the median heuristic; a float: that bandwidth. Collections and
         the median are resolved on the data given to :meth:`fit` (or to :meth:`test`
-        when not fitted).
+        when not fitted). A float, or a given collection, whose kernel vanishes
+        between every two samples (a bandwidth on the wrong scale) warns.
     n_bandwidths : int, default=10
         Size of the collection for ``bandwidth="aggregate"``.
     kernel_params : dict, default=None
