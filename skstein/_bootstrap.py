@@ -163,9 +163,26 @@ def block_forms(H_rows, V, a, b):
     return np.einsum("ij,ij->i", V @ H_rows.T, V[:, a:b])
 
 
+#: Draws within this fraction of the largest magnitude of the statistic and its draws
+#: tie with the statistic: the bootstrap forms are single-precision products, so a draw
+#: equal to the statistic in exact arithmetic (at very small n the wild bootstrap's
+#: all-ones signs are a likely draw) may come out a rounding error below it.
+TIE_TOLERANCE = 1e-6
+
+
+def _snap_ties(statistic, null):
+    """``null`` with the draws within :data:`TIE_TOLERANCE` of ``statistic`` set to it."""
+    null = np.asarray(null, dtype=np.float64)
+    scale = max(abs(float(statistic)), float(np.max(np.abs(null))) if null.size else 0.0)
+    return np.where(np.abs(null - statistic) <= TIE_TOLERANCE * scale, statistic, null)
+
+
 def bootstrap_pvalue(statistic, null):
-    """``(1 + #{B >= statistic}) / (1 + M)``: never zero, exact under exchangeability."""
-    return (1.0 + np.count_nonzero(null >= statistic)) / (1.0 + null.size)
+    """``(1 + #{B >= statistic}) / (1 + M)``: never zero, exact under exchangeability.
+
+    Draws that tie with the statistic up to rounding count as ties (:data:`TIE_TOLERANCE`).
+    """
+    return (1.0 + np.count_nonzero(_snap_ties(statistic, null) >= statistic)) / (1.0 + null.size)
 
 
 def bootstrap_threshold(null, alpha):
@@ -231,12 +248,15 @@ def aggregate_minp(statistics, null, alpha):
     p-values move in steps of ``1 / (M + 1)``, and without it the many rows whose
     minimum is the smallest step (each column's largest draw) would tie with every
     significant observation and the test could never reject. With ``L = 1`` it is
-    the single test.
+    the single test. Draws that tie with the statistic up to rounding count as ties
+    (:data:`TIE_TOLERANCE`).
     """
     statistics = np.asarray(statistics, dtype=np.float64)
     null = np.asarray(null, dtype=np.float64)
     M, L = null.shape
-    T = np.vstack([statistics[None, :], null])
+    T = np.vstack([statistics[None, :],
+                   np.column_stack([_snap_ties(statistics[col], null[:, col])
+                                    for col in range(L)]) if L else null])
     ranks = np.empty((M + 1, L))
     for col in range(L):
         srt = np.sort(T[:, col])

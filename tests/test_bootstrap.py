@@ -1,6 +1,8 @@
 import numpy as np
 import pytest
 
+from conftest import std_normal_score
+from skstein import KSDTest
 from skstein._bootstrap import (
     bootstrap_null,
     bootstrap_pvalue,
@@ -76,3 +78,27 @@ def test_pvalue_and_threshold_agree():
     assert bootstrap_pvalue(1e9, null) == pytest.approx(1 / 1000)
     assert bootstrap_pvalue(-1e9, null) == 1.0
     assert bootstrap_threshold(null[:10], 0.05) == np.inf
+
+
+def test_draws_equal_to_the_statistic_up_to_rounding_are_ties():
+    # two points: the wild bootstrap's draws are +-T exactly, so p is about 1/2 (the
+    # aggregated test's at least that); the single-precision forms put the +T draws a
+    # rounding error below T, and both tests rejected with p = 1/(M + 1)
+    X = np.random.default_rng(0).standard_normal((2, 1))
+    for bandwidth in ("aggregate", 1.0):
+        res = KSDTest(std_normal_score, bandwidth=bandwidth, bootstrap="rademacher",
+                      random_state=0).test(X)
+        assert res.statistic > 0 and res.pvalue > 0.4, (bandwidth, res.pvalue)
+    assert bootstrap_pvalue(1.0, np.array([1.0 - 1e-9, -1.0])) == 2.0 / 3.0
+    assert bootstrap_pvalue(1.0, np.array([1.0 - 1e-3, -1.0])) == 1.0 / 3.0
+
+
+@pytest.mark.slow
+def test_rademacher_level_at_three_points():
+    # 0.10 of 200 trials before draws tied with the statistic up to rounding counted
+    trials, alpha = 200, 0.05
+    rejections = sum(
+        KSDTest(std_normal_score, bootstrap="rademacher", random_state=k)
+        .test(np.random.default_rng([3, k]).standard_normal((3, 2))).reject
+        for k in range(trials))
+    assert rejections / trials <= alpha + 3 * np.sqrt(alpha * (1 - alpha) / trials)
