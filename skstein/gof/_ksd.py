@@ -66,8 +66,8 @@ class KSDTest(SteinTestMixin, BaseEstimator):
     axis is rejected 0.10 / 0.07 by the default test and 1.00 / 1.00 whitened or
     aggregated; a variance 1.5 times larger along that axis 0.06 / 0.03, 0.52 / 0.05
     whitened and 0.42 / 0.03 aggregated. Whitening alone loses a mixture whose
-    clusters are too wide (sd 0.7 instead of 0.5, three clusters): 0.83 / 0.48 by the
-    default test, 0.15 / 0.09 whitened and 0.75 / 0.37 aggregated. On isotropic
+    clusters are too wide (three clusters, variance 0.7 instead of 0.5): 0.83 / 0.48
+    by the default test, 0.15 / 0.09 whitened and 0.75 / 0.37 aggregated. On isotropic
     alternatives the three agree within binomial error. Levels stayed within three
     binomial standard deviations of 0.05 on the rotated Gaussian, the mixture and a
     standard normal. Aggregating both geometries costs 2.1 to 2.5 times the default
