@@ -202,7 +202,7 @@ class _ParticleSampler(BaseEstimator):
                 if it % self.history_every == 0 or it == n_iter - 1:
                     hist["iteration"].append(it)
                     hist["step_norm"].append(float(np.mean(np.linalg.norm(update, axis=1))))
-                    hist["discrepancy"].append(self._discrepancy(X, S, state))
+                    hist["discrepancy"].append(self._discrepancy(X, S, state, history=True))
                     hist["repulsive_force"].append(
                         float(np.mean(np.linalg.norm(repulse / X.shape[0], axis=1))))
                     hist["variance"].append(
@@ -308,9 +308,11 @@ class SVGD(_ParticleSampler):
     def _terms(self, X, S, state, it, rng):
         return svgd_terms(X, S, self.kernel, self.bandwidth, self.kernel_params)
 
-    def _discrepancy(self, X, S, state):
-        if X.shape[0] < 2 or np.all(X == X[0]):
-            return float("nan")  # the median heuristic needs two distinct particles
+    def _discrepancy(self, X, S, state, history=False):
+        if X.shape[0] < 2 or (history and np.all(X == X[0])):
+            # the median heuristic needs two distinct particles: undefined in the
+            # history, an error in score
+            return float("nan")
         kern = make_kernel("rbf", median_bandwidth(X, max_points=1000))
         return float(stein_sums(X, S, kern).statistic("u"))
 
@@ -656,7 +658,7 @@ class SlicedSVGD(_ParticleSampler):
                                             self.kernel_params)
         return drive @ R, repulse @ R
 
-    def _discrepancy(self, X, S, state):
+    def _discrepancy(self, X, S, state, history=False):
         if X.shape[0] < 2:
             return float("nan")
         eye = np.eye(X.shape[1])

@@ -288,6 +288,9 @@ def test_repeated_initial_particles_warn_and_still_run(cls):
     # SVGD's diagnostic uses the median heuristic: undefined here, not an error
     disc = est.history_["discrepancy"]
     assert np.all(np.isnan(disc)) if cls is SVGD else np.all(np.isfinite(disc))
+    if cls is SVGD:  # while score, asked for the value, says why there is none
+        with pytest.raises(ValueError, match="coincide"):
+            est.score(X0)
     np.testing.assert_allclose(est.particles_, est.particles_[0:1].repeat(20, axis=0))
     X = np.random.default_rng(0).standard_normal((10, 2))
     with pytest.warns(UserWarning, match="X has 1 repeated row"):
