@@ -171,9 +171,14 @@ TIE_TOLERANCE = 1e-6
 
 
 def _snap_ties(statistic, null):
-    """``null`` with the draws within :data:`TIE_TOLERANCE` of ``statistic`` set to it."""
+    """``null`` with the draws within :data:`TIE_TOLERANCE` of ``statistic`` set to it.
+
+    ``statistic`` is a float and ``null`` shape ``(M,)``, or one statistic per column of
+    an ``(M, L)`` null.
+    """
+    statistic = np.asarray(statistic, dtype=np.float64)
     null = np.asarray(null, dtype=np.float64)
-    scale = max(abs(float(statistic)), float(np.max(np.abs(null))) if null.size else 0.0)
+    scale = np.maximum(np.abs(statistic), np.max(np.abs(null), axis=0, initial=0.0))
     return np.where(np.abs(null - statistic) <= TIE_TOLERANCE * scale, statistic, null)
 
 
@@ -254,9 +259,7 @@ def aggregate_minp(statistics, null, alpha):
     statistics = np.asarray(statistics, dtype=np.float64)
     null = np.asarray(null, dtype=np.float64)
     M, L = null.shape
-    T = np.vstack([statistics[None, :],
-                   np.column_stack([_snap_ties(statistics[col], null[:, col])
-                                    for col in range(L)]) if L else null])
+    T = np.vstack([statistics[None, :], _snap_ties(statistics, null)])
     ranks = np.empty((M + 1, L))
     for col in range(L):
         srt = np.sort(T[:, col])

@@ -24,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._progress import check_verbose, progress_bar, verbosity
 from ._random import as_generator
 from ._validation import (
+    caller_stacklevel,
     check_choice,
     check_positive_float,
     check_positive_int,
@@ -128,7 +129,7 @@ class _ParticleSampler(BaseEstimator):
                 f"{'X0' if reset else 'X'} has {repeated} repeated row(s) among "
                 f"{X.shape[0]} particles: {type(self).__name__} moves equal particles "
                 "identically, so they never separate; start from distinct particles.",
-                UserWarning, stacklevel=3)
+                UserWarning, stacklevel=caller_stacklevel())
         return X
 
     def _validate_score_X(self, X):

@@ -219,20 +219,21 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         check_positive_int(self.n_bandwidths, "n_bandwidths")
         geometries = self._geometries()
         white = whitening(X) if "whitened" in geometries else None
-        hs, labels = [], []
+        hs, kernels, labels = [], [], []
         for geometry in geometries:
             Xg = X @ white[0] if geometry == "whitened" else X
             if self._aggregated():
                 h = resolve_bandwidths(Xg, self.bandwidth, self.n_bandwidths, random_state=rng)
             else:
                 h = np.array([resolve_bandwidth(Xg, self.bandwidth, random_state=rng)])
+            ks = [make_kernel(self.kernel, float(b), self.kernel_params) for b in h]
             if not isinstance(self.bandwidth, str):  # the user's scale: does it see pairs?
-                warn_vanishing_kernels(Xg, [make_kernel(self.kernel, float(b), self.kernel_params)
-                                            for b in h])
+                warn_vanishing_kernels(Xg, ks)
             hs.append(h)
+            kernels += ks
             labels += [geometry] * h.size
         h = np.concatenate(hs)
-        kernels = tuple(make_kernel(self.kernel, float(b), self.kernel_params) for b in h)
+        kernels = tuple(kernels)
         if len(kernels) == 1 and not self._aggregated():
             return float(h[0]), kernels[0], tuple(labels), white
         return h, kernels, tuple(labels), white
