@@ -151,6 +151,9 @@ class RelativeTestResult:
     zscore_threshold : float or None
         Aggregated tests only: the ``1 - alpha`` quantile of the maximum of the
         fitted joint normal; H0 is rejected when the largest z-score reaches it.
+    labels : tuple of str or None
+        With ``whiten="aggregate"``: the geometry (``"euclidean"`` or
+        ``"whitened"``) of each kernel of ``bandwidths``. None otherwise.
     """
 
     statistic: float
@@ -171,6 +174,7 @@ class RelativeTestResult:
     zscores: np.ndarray = field(default=None, repr=False)
     statistics: np.ndarray = field(default=None, repr=False)
     zscore_threshold: float = None
+    labels: tuple = field(default=None, repr=False)
 
     __eq__ = _fields_equal
 

@@ -36,6 +36,8 @@ __all__ = [
     "check_positive_float",
     "check_positive_int",
     "check_choice",
+    "check_whiten",
+    "check_bandwidth_rule",
     "resolve_score",
     "evaluate_score",
     "HeavyTailWarning",
@@ -138,6 +140,26 @@ def check_choice(value, name, choices):
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}.")
     return value
+
+
+def check_bandwidth_rule(bandwidth, rules=("median", "aggregate")):
+    """A string ``bandwidth`` must name one of ``rules`` (the error lists them all)."""
+    if isinstance(bandwidth, str) and bandwidth not in rules:
+        raise ValueError(f"bandwidth must be one of {', '.join(map(repr, rules))}, a positive "
+                         f"float or an array of positive floats, got {bandwidth!r}.")
+
+
+def check_whiten(whiten):
+    """The geometries a test's kernels act in, from its ``whiten`` parameter.
+
+    ``False``: ``("euclidean",)``; ``True``: ``("whitened",)``; ``"aggregate"``:
+    both, the Euclidean first.
+    """
+    if isinstance(whiten, str) and whiten == "aggregate":
+        return ("euclidean", "whitened")
+    if isinstance(whiten, (bool, np.bool_)):
+        return ("whitened",) if whiten else ("euclidean",)
+    raise ValueError(f"whiten must be False, True or 'aggregate', got {whiten!r}.")
 
 
 def resolve_score(model, name="model"):

@@ -543,6 +543,29 @@ def _ascend(X, S, G, R, variant, bandwidth, cfg, rng, Xv=None, Sv=None):
     return (best_total, bG, bR, bh, best_val), n_iter, np.array(history)
 
 
+def _from_whitened(G, R, h, A, B):
+    r"""Pairs learned on the whitened points ``X @ A`` as the same statistic on ``X``.
+
+    The projection :math:`g'^\top (A^\top x)` is :math:`\|A g'\|\, g^\top x` with
+    the unit direction :math:`g = A g' / \|A g'\|`, so the 1-D kernel keeps its
+    values with the bandwidth :math:`h' / \|A g'\|`; the slice :math:`r'` of the
+    whitened score :math:`B^\top s` is :math:`r = B r'` on the score, and
+    :math:`r^\top g\, \|A g'\| = r'^\top g'` because :math:`A B^\top = I`. Each
+    pair's Stein kernel is thus unchanged; the slices are no longer unit vectors.
+    """
+    Gx = G @ A.T
+    norms = np.linalg.norm(Gx, axis=1)
+    return Gx / norms[:, None], R @ B.T, np.asarray(h, dtype=np.float64) / norms
+
+
+def _to_whitened(G, R, h, A, B):
+    """The inverse of :func:`_from_whitened` (``B^T A = I``)."""
+    Gw = G @ B
+    norms = np.linalg.norm(Gw, axis=1)
+    hw = None if h is None else np.asarray(h, dtype=np.float64) / norms
+    return Gw / norms[:, None], R @ A, hw
+
+
 def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", kernel_params=None,
                       bandwidth="median", init="auto", optimizer="adam", learning_rate=0.01,
                       schedule="cosine", max_iter=20, tol=1e-3, patience=10, n_restarts=1,

@@ -7,7 +7,13 @@ from .._bootstrap import bootstrap_pvalue, bootstrap_threshold, bootstrap_weight
 from .._estimator import discrete_input_tags
 from .._random import as_generator
 from .._result import GOFTestResult
-from .._validation import check_positive_int, check_samples, evaluate_score
+from .._validation import (
+    check_bandwidth_rule,
+    check_positive_int,
+    check_samples,
+    check_whiten,
+    evaluate_score,
+)
 from ..discrepancy import (
     DEFAULT_MAX_MEMORY,
     resolve_bandwidth,
@@ -203,12 +209,7 @@ class KSDTest(SteinTestMixin, BaseEstimator):
 
     def _geometries(self):
         """The geometries the kernels act in, from ``whiten``."""
-        w = self.whiten
-        if isinstance(w, str) and w == "aggregate":
-            return ("euclidean", "whitened")
-        if isinstance(w, (bool, np.bool_)):
-            return ("whitened",) if w else ("euclidean",)
-        raise ValueError(f"whiten must be False, True or 'aggregate', got {w!r}.")
+        return check_whiten(self.whiten)
 
     def _resolve_kernels(self, X, rng):
         """``(bandwidth_, kernel_, geometries_, whitening_)`` resolved on ``X``.
@@ -217,6 +218,7 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         or ``whiten="aggregate"``; ``geometries_`` names the geometry of each kernel.
         """
         check_positive_int(self.n_bandwidths, "n_bandwidths")
+        check_bandwidth_rule(self.bandwidth)
         geometries = self._geometries()
         white = whitening(X) if "whitened" in geometries else None
         hs, kernels, labels = [], [], []

@@ -53,6 +53,10 @@ def _check_params(est):
     check_positive_int(est.n_posterior_samples, "n_posterior_samples")
     check_positive_int(est.burn_in, "burn_in", minimum=0)
     check_positive_int(est.max_memory, "max_memory")
+    whiten = getattr(est, "whiten", False)
+    if not (isinstance(whiten, (bool, np.bool_)) and not whiten):
+        raise ValueError(f"whiten must be False for discrete models, got {whiten!r}: "
+                         "their samples are categories, with no covariance to whiten.")
 
 
 def _n_values(est, d):

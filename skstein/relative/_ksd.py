@@ -8,13 +8,15 @@ from .._random import as_generator
 from .._result import RelativeTestResult
 from .._validation import (
     check_alpha,
+    check_bandwidth_rule,
     check_bool,
     check_choice,
     check_positive_int,
     check_samples,
+    check_whiten,
     resolve_score,
 )
-from ..directions import search_directions
+from ..directions import _from_whitened, search_directions
 from ..discrepancy import (
     DEFAULT_MAX_MEMORY,
     is_collection,
@@ -24,7 +26,7 @@ from ..discrepancy import (
     stein_sums,
     stein_sums_and_forms,
 )
-from ..kernels import KERNELS, bandwidth_factor_grid, make_kernel, median_bandwidth_1d
+from ..kernels import KERNELS, bandwidth_factor_grid, make_kernel, median_bandwidth_1d, whitening
 from . import _discrete
 from ._base import RelativeMixin, check_train_size, train_rows
 from ._latent import MODEL_SCORES, check_latent_model, evaluate_model_score, has_exact_score
@@ -32,6 +34,7 @@ from ._stats import (
     VARIANCES,
     aggregated_result,
     combine_folds,
+    concat_kernels,
     decide,
     difference_sums,
     result_from_sums,
@@ -67,7 +70,7 @@ def _relative_result(X, S_p, S_q, kernel, variance, alpha, max_memory, method):
 def relative_ksd(X, model_p, model_q, *, kernel="imq", bandwidth="aggregate", n_bandwidths=10,
                  kernel_params=None, variance="jackknife", alpha=0.05, model_score="auto",
                  n_posterior_samples=500, burn_in=200, random_state=None,
-                 max_memory=DEFAULT_MAX_MEMORY):
+                 max_memory=DEFAULT_MAX_MEMORY, whiten=False):
     """Relative KSD test of ``model_p`` against ``model_q`` on the sample ``X``.
 
     The function behind :class:`RelativeKSDTest` (``discrepancy="ksd"``); the
@@ -102,6 +105,8 @@ def relative_ksd(X, model_p, model_q, *, kernel="imq", bandwidth="aggregate", n_
         Seeds the posterior draws and the simulated threshold.
     max_memory : int, default=64 MiB
         Memory budget in bytes for the Stein-kernel temporaries.
+    whiten : bool or "aggregate", default=False
+        The geometry of the kernels (see :class:`RelativeKSDTest`).
 
     Returns
     -------
@@ -111,16 +116,24 @@ def relative_ksd(X, model_p, model_q, *, kernel="imq", bandwidth="aggregate", n_
                            n_bandwidths=n_bandwidths, kernel_params=kernel_params,
                            variance=variance, alpha=alpha, model_score=model_score,
                            n_posterior_samples=n_posterior_samples, burn_in=burn_in,
-                           random_state=random_state, max_memory=max_memory)
+                           random_state=random_state, max_memory=max_memory, whiten=whiten)
     return test.test(X)
 
 
-def _learn_directions(X, S, est, rng):
-    """(G, R, h) of one model: maxSKSD directions learned on ``X`` with scores ``S``."""
+def _learn_directions(X, S, est, rng, white=None):
+    """(G, R, h) of one model: maxSKSD directions learned on ``X`` with scores ``S``.
+
+    With a whitening ``(A, B)`` of ``X`` the search runs on ``X @ A`` with scores
+    ``S @ B`` and the pairs are mapped back to ``X``'s coordinates.
+    """
     bandwidth = "median" if is_collection(est.bandwidth) else est.bandwidth
+    if white is not None:
+        X, S = X @ white[0], S @ white[1]
     res = search_directions(X, _FixedScores(S), variant=est.variant, n_slices=est.n_slices,
                             kernel=est.kernel, kernel_params=est.kernel_params,
                             bandwidth=bandwidth, random_state=rng)
+    if white is not None:
+        return _from_whitened(res.directions, res.slices, res.bandwidth, *white)
     return res.directions, res.slices, res.bandwidth
 
 
@@ -136,13 +149,16 @@ class _FixedScores:
         return self.S
 
 
-def _method_name(discrepancy, kernel, variance, latent, n_kernels=1, n_folds=1):
+def _method_name(discrepancy, kernel, variance, latent, n_kernels=1, n_folds=1, geometries=1,
+                 whitened=False):
     name = {"ksd": "KSD", "maxsksd": "maxSKSD"}[discrepancy]
     if latent:
         name = "L" + name
-    extra = ""
+    extra = ", whitened" if whitened and geometries == 1 else ""
     if n_kernels > 1:
         what = "bandwidths" if discrepancy == "ksd" else "bandwidth factors"
+        if geometries > 1:
+            what += f" in {geometries} geometries"
         extra += f", max over {n_kernels} {what}"
     if n_folds > 1:
         extra += f", {n_folds}-fold cross-fit"
@@ -243,6 +259,18 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         one-hot codes by default, ``"imq-bow"`` on bag-of-words counts for documents),
         ``discrepancy`` must be ``"ksd"``, and a latent model's ratios are averaged over
         ``n_posterior_samples`` Gibbs sweeps after ``burn_in``.
+    whiten : bool or "aggregate", default=False
+        ``False``: the kernels act on the data's coordinates. ``True``: on the
+        coordinates ``X @ A`` that whiten the data
+        (:func:`~skstein.kernels.whitening`, Ledoit-Wolf covariance), with both
+        models' scores mapped to them (``S @ B``): a Mahalanobis kernel fitted to the
+        data, the same kernel for both models; for maxSKSD, each model's directions
+        are learned there and mapped back. A float ``bandwidth`` is then in whitened
+        units. ``"aggregate"`` (KSD only): both geometries' kernels in one max-z
+        test, H0 then saying that P is at least as good as Q under all of them
+        (``labels`` of the result names each kernel's geometry). Where the data's
+        spread differs by orders of magnitude between directions, a Euclidean kernel
+        hardly sees a misfit along the wide ones. Continuous models only.
 
     Attributes
     ----------
@@ -250,6 +278,11 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         The bandwidth (or collection) resolved by :meth:`fit` for the KSD.
     kernel_ : RBF, IMQ or tuple of them
         The fitted base kernel(s) for the KSD.
+    geometries_ : tuple of str
+        For the KSD: the geometry (``"euclidean"`` or ``"whitened"``) of each
+        fitted kernel.
+    whitening_ : tuple (A, B) of ndarrays of shape (n_features, n_features) or None
+        The whitening of the data given to :meth:`fit`; None for ``whiten=False``.
     directions_ : tuple
         With ``discrepancy="maxsksd"``: ``((G_p, R_p, h_p), (G_q, R_q, h_q))``, each
         model's directions, slices and per-direction bandwidths learned by :meth:`fit`.
@@ -314,7 +347,8 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
                  bandwidth="aggregate", n_bandwidths=10, kernel_params=None,
                  variance="jackknife", alpha=0.05, model_score="auto", n_posterior_samples=500,
                  burn_in=200, variant="g", n_slices=None, cross_fit=True, train_size=0.2,
-                 random_state=None, max_memory=DEFAULT_MAX_MEMORY, operator=None):
+                 random_state=None, max_memory=DEFAULT_MAX_MEMORY, operator=None,
+                 whiten=False):
         self.model_p = model_p
         self.model_q = model_q
         self.discrepancy = discrepancy
@@ -334,6 +368,7 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         self.random_state = random_state
         self.max_memory = max_memory
         self.operator = operator
+        self.whiten = whiten
 
     def __sklearn_tags__(self):
         return discrete_input_tags(super().__sklearn_tags__(), self.model_p, self.model_q)
@@ -351,6 +386,9 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         check_positive_int(self.n_posterior_samples, "n_posterior_samples")
         check_positive_int(self.burn_in, "burn_in", minimum=0)
         check_positive_int(self.max_memory, "max_memory")
+        if len(check_whiten(self.whiten)) > 1 and self.discrepancy == "maxsksd":
+            raise ValueError("whiten='aggregate' is for discrepancy='ksd'; the maxSKSD "
+                             "comparison takes whiten=False or True.")
         if self.discrepancy == "maxsksd" and not isinstance(self.bandwidth, str) \
                 and np.ndim(self.bandwidth) > 0:
             raise ValueError("bandwidth as an array is for discrepancy='ksd'; the maxSKSD "
@@ -385,11 +423,13 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         X = self._validate_X(X, reset=True)
         rngs = self._rngs()
         if self.discrepancy == "ksd":
-            self.bandwidth_, self.kernel_ = _resolve_kernels(X, self, rngs[0])
+            self.bandwidth_, self.kernel_, self.geometries_, self.whitening_ = \
+                _resolve_kernels(X, self, rngs[0])
         else:
             S_p, _ = self._model_score("model_p", X, rngs[1])
             S_q, _ = self._model_score("model_q", X, rngs[2])
-            self.directions_ = tuple(_learn_directions(X, S, self, r)
+            self.whitening_ = whitening(X) if self.whiten else None
+            self.directions_ = tuple(_learn_directions(X, S, self, r, self.whitening_)
                                      for S, r in zip((S_p, S_q), rngs[3].spawn(2)))
         return self
 
@@ -429,13 +469,22 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         if self.discrepancy == "ksd":
             if fitted:
                 bandwidth, kern = self.bandwidth_, self.kernel_
+                labels, white = self.geometries_, self.whitening_
             else:
-                bandwidth, kern = _resolve_kernels(X, self, rngs[0])
+                bandwidth, kern, labels, white = _resolve_kernels(X, self, rngs[0])
             kernels = kern if isinstance(kern, tuple) else (kern,)
-            sums = _ksd_difference(X, S_p, S_q, kernels, self.variance, self.max_memory)
-            method = _method_name("ksd", kernels[0].name, self.variance, latent, len(kernels))
+            parts = []
+            for geometry in dict.fromkeys(labels):
+                ks = tuple(k for k, g in zip(kernels, labels) if g == geometry)
+                coords = (X @ white[0], S_p @ white[1], S_q @ white[1]) \
+                    if geometry == "whitened" else (X, S_p, S_q)
+                parts.append(_ksd_difference(*coords, ks, self.variance, self.max_memory))
+            sums = concat_kernels(parts)
+            method = _method_name("ksd", kernels[0].name, self.variance, latent, len(kernels),
+                                  geometries=len(parts), whitened=white is not None)
             return _decision(sums, self.alpha, method, np.atleast_1d(bandwidth),
-                             isinstance(kern, tuple), self.variance, rngs[4])
+                             isinstance(kern, tuple), self.variance, rngs[4],
+                             labels=labels if len(parts) > 1 else None)
         folds = self._folds(X, S_p, S_q, rngs[3], fitted)
         parts = [_maxsksd_difference(X[te], S_p[te], S_q[te], directions, self, r)
                  for (te, directions), r in zip(folds, rngs[0].spawn(len(folds)))]
@@ -443,7 +492,7 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         factors = parts[0][1]
         aggregated = is_collection(self.bandwidth)
         method = _method_name("maxsksd", self.kernel, self.variance, latent, len(factors),
-                              len(folds))
+                              len(folds), whitened=bool(self.whiten))
         return _decision(sums, self.alpha, method, factors, aggregated, self.variance,
                          rngs[4])
 
@@ -464,7 +513,8 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
             splits = [(np.sort(perm[:n_train]), np.sort(perm[n_train:]))]
         out = []
         for (tr, te), r in zip(splits, rng.spawn(len(splits))):
-            directions = tuple(_learn_directions(X[tr], S[tr], self, ri)
+            white = whitening(X[tr]) if self.whiten else None
+            directions = tuple(_learn_directions(X[tr], S[tr], self, ri, white)
                                for S, ri in zip((S_p, S_q), r.spawn(2)))
             out.append((te, directions))
         return out
@@ -492,13 +542,32 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
 
 
 def _resolve_kernels(X, est, rng):
-    """(bandwidth or collection, kernel or tuple of kernels) of a relative KSD test."""
+    """``(bandwidth_, kernel_, geometries_, whitening_)`` of a relative KSD test on ``X``.
+
+    A bandwidth collection, or ``whiten="aggregate"``, gives an array of bandwidths
+    and a tuple of kernels (the Euclidean ones first), ``geometries_`` names the
+    geometry of each, and ``whitening_`` is :func:`~skstein.kernels.whitening` of
+    ``X`` (None without whitened kernels).
+    """
     b = est.bandwidth
-    if is_collection(b) or (not isinstance(b, str) and np.ndim(b) > 0):
-        h = resolve_bandwidths(X, b, est.n_bandwidths, random_state=rng)
-        return h, tuple(make_kernel(est.kernel, float(v), est.kernel_params) for v in h)
-    h = resolve_bandwidth(X, b, random_state=rng)
-    return h, make_kernel(est.kernel, h, est.kernel_params)
+    check_bandwidth_rule(b)
+    geometries = check_whiten(est.whiten)
+    white = whitening(X) if "whitened" in geometries else None
+    collection = is_collection(b) or (not isinstance(b, str) and np.ndim(b) > 0)
+    hs, labels = [], []
+    for geometry in geometries:
+        Xg = X @ white[0] if geometry == "whitened" else X
+        if collection:
+            h = resolve_bandwidths(Xg, b, est.n_bandwidths, random_state=rng)
+        else:
+            h = np.array([resolve_bandwidth(Xg, b, random_state=rng)])
+        hs.append(h)
+        labels += [geometry] * h.size
+    h = np.concatenate(hs)
+    kernels = tuple(make_kernel(est.kernel, float(v), est.kernel_params) for v in h)
+    if len(kernels) == 1 and not collection:
+        return float(h[0]), kernels[0], tuple(labels), white
+    return h, kernels, tuple(labels), white
 
 
 def _ksd_difference(X, S_p, S_q, kernels, variance, max_memory):
@@ -532,10 +601,10 @@ def _maxsksd_difference(X, S_p, S_q, directions, est, rng):
     return difference_sums(sums_p, sums_q, est.variance), reported
 
 
-def _decision(sums, alpha, method, bandwidths, aggregated, variance, rng):
+def _decision(sums, alpha, method, bandwidths, aggregated, variance, rng, labels=None):
     """The result: the plain normal test for one kernel, the max-z test for a collection."""
     if aggregated:
-        return aggregated_result(sums, alpha, method, bandwidths, variance, rng)
+        return aggregated_result(sums, alpha, method, bandwidths, variance, rng, labels=labels)
     n = sums.n
     zscore, pvalue, threshold, reject, degenerate = decide(float(sums.stat[0]),
                                                            float(sums.sigma[0]), n, alpha,

@@ -177,6 +177,21 @@ def combine_folds(folds):
     )
 
 
+def concat_kernels(parts):
+    """One :class:`DifferenceSums` from several over the same samples (kernels appended)."""
+    if len(parts) == 1:
+        return parts[0]
+    return DifferenceSums(
+        n=parts[0].n,
+        u_p=np.concatenate([p.u_p for p in parts]),
+        u_q=np.concatenate([p.u_q for p in parts]),
+        stat=np.concatenate([p.stat for p in parts]),
+        sigma=np.concatenate([p.sigma for p in parts]),
+        influence=np.concatenate([p.influence for p in parts], axis=0),
+        scale=max(p.scale for p in parts),
+    )
+
+
 #: Draws of the fitted normal used to calibrate the maximum of the z-scores.
 MAX_Z_DRAWS = 20000
 
@@ -209,7 +224,7 @@ def max_z_decision(zscores, influence, alpha, rng, n_draws=MAX_Z_DRAWS):
     return float(pvalue), z_threshold
 
 
-def aggregated_result(sums, alpha, method, bandwidths, variance, rng):
+def aggregated_result(sums, alpha, method, bandwidths, variance, rng, labels=None):
     """Decision of the relative test over a collection of kernels (max of the z-scores).
 
     Kernels under which the difference is degenerate (P and Q give the same Stein
@@ -247,4 +262,5 @@ def aggregated_result(sums, alpha, method, bandwidths, variance, rng):
         zscores=z,
         statistics=sums.stat,
         zscore_threshold=float(zthr),
+        labels=None if labels is None else tuple(labels),
     )
