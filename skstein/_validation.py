@@ -37,6 +37,7 @@ __all__ = [
     "check_positive_int",
     "check_choice",
     "check_whiten",
+    "check_no_whiten",
     "check_bandwidth_rule",
     "resolve_score",
     "evaluate_score",
@@ -160,6 +161,14 @@ def check_whiten(whiten):
     if isinstance(whiten, (bool, np.bool_)):
         return ("whitened",) if whiten else ("euclidean",)
     raise ValueError(f"whiten must be False, True or 'aggregate', got {whiten!r}.")
+
+
+def check_no_whiten(est):
+    """Refuse ``whiten`` on an estimator whose model is discrete."""
+    whiten = getattr(est, "whiten", False)
+    if not (isinstance(whiten, (bool, np.bool_)) and not whiten):
+        raise ValueError(f"whiten must be False for a discrete model, got {whiten!r}: its "
+                         "samples are categories, with no covariance to whiten.")
 
 
 def resolve_score(model, name="model"):

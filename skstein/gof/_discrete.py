@@ -21,7 +21,7 @@ from .._bootstrap import (
 from .._estimator import is_fitted
 from .._random import as_generator
 from .._result import GOFTestResult
-from .._validation import check_alpha, check_choice, check_positive_int
+from .._validation import check_alpha, check_choice, check_no_whiten, check_positive_int
 from ..discrepancy import is_collection
 from ..discrete import (
     DISCRETE_KERNELS,
@@ -47,10 +47,7 @@ def discrete_operator(est):
 
 
 def _check_params(est):
-    whiten = getattr(est, "whiten", False)
-    if not (isinstance(whiten, (bool, np.bool_)) and not whiten):
-        raise ValueError(f"whiten must be False for a discrete model, got {est.whiten!r}: "
-                         "the discrete kernels act on the values, not on a linear geometry.")
+    check_no_whiten(est)
     check_choice(est.kernel, "kernel", tuple(DISCRETE_KERNELS))
     check_choice(est.statistic, "statistic", ("u", "v"))
     check_choice(est.bootstrap, "bootstrap", BOOTSTRAPS)

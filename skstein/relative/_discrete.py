@@ -10,7 +10,7 @@ import numpy as np
 
 from .._estimator import is_fitted
 from .._random import as_generator
-from .._validation import check_alpha, check_choice, check_positive_int
+from .._validation import check_alpha, check_choice, check_no_whiten, check_positive_int
 from ..discrete import (
     DISCRETE_KERNELS,
     DiscreteKernel,
@@ -53,10 +53,7 @@ def _check_params(est):
     check_positive_int(est.n_posterior_samples, "n_posterior_samples")
     check_positive_int(est.burn_in, "burn_in", minimum=0)
     check_positive_int(est.max_memory, "max_memory")
-    whiten = getattr(est, "whiten", False)
-    if not (isinstance(whiten, (bool, np.bool_)) and not whiten):
-        raise ValueError(f"whiten must be False for discrete models, got {whiten!r}: "
-                         "their samples are categories, with no covariance to whiten.")
+    check_no_whiten(est)
 
 
 def _n_values(est, d):
