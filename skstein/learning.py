@@ -44,7 +44,7 @@ loss, its gradient in the scores and the ascent direction in ``G`` together.
 
 import numbers
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -71,7 +71,7 @@ from .discrepancy import (
     resolve_sliced_bandwidth,
     sliced_projections,
 )
-from .kernels import KERNELS, make_kernel
+from .kernels import KERNELS, make_kernel, whitening
 
 __all__ = ["SteinGradient", "ksd_value_and_grad", "sliced_ksd_value_and_grad",
            "model_value_and_grad", "KSDLoss", "MaxSKSDLoss"]
@@ -363,6 +363,48 @@ def _check_every(value, name):
     return check_positive_int(value, name)
 
 
+def _loss_whitening(whiten, X):
+    """``(A, B)`` of a loss's ``whiten`` parameter for batches like ``X``, or None.
+
+    ``True``: the Ledoit-Wolf whitening of ``X`` (:func:`skstein.kernels.whitening`);
+    an array: the map ``A`` itself, with ``B = A^{-T}`` so that ``A B^T = I``.
+    """
+    d = X.shape[1]
+    if isinstance(whiten, (bool, np.bool_)):
+        return whitening(X) if whiten else None
+    message = (f"whiten must be True, False or an invertible array of shape ({d}, {d}) "
+               f"(e.g. skstein.kernels.whitening(X_train)[0]), got")
+    if isinstance(whiten, str) or whiten is None:
+        raise ValueError(f"{message} {whiten!r}.")
+    try:
+        A = np.array(whiten, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{message} {type(whiten).__name__}.") from None
+    if A.shape != (d, d) or not np.isfinite(A).all():
+        raise ValueError(f"{message} an array of shape {A.shape}"
+                         f"{'' if np.isfinite(A).all() else ' with non-finite entries'}.")
+    s = np.linalg.svd(A, compute_uv=False)
+    if not s[-1] > 1e-12 * s[0]:
+        raise ValueError(f"{message} a singular matrix (condition number "
+                         f"{s[0] / s[-1] if s[-1] > 0 else np.inf:.3g}).")
+    return A, np.linalg.inv(A).T
+
+
+def _whitened_call(white, X, S, evaluate):
+    r"""``evaluate(X @ A, S @ B)`` with its gradients mapped back to ``X`` and ``S``.
+
+    With :math:`X' = XA` and :math:`S' = SB`, the chain rule gives
+    :math:`\partial L/\partial S = (\partial L/\partial S') B^\top` and
+    :math:`\partial L/\partial X = (\partial L/\partial X') A^\top`; gradients in the
+    directions and slices stay in the whitened coordinates, where those live.
+    """
+    if white is None:
+        return evaluate(X, S)
+    A, B = white
+    res = evaluate(X @ A, np.ascontiguousarray(S @ B))
+    return replace(res, grad_scores=res.grad_scores @ B.T, grad_points=res.grad_points @ A.T)
+
+
 class KSDLoss(BaseEstimator):
     """The KSD as a training loss, with its gradients in the scores and the points.
 
@@ -379,6 +421,17 @@ class KSDLoss(BaseEstimator):
     kernel_params : dict, default=None
     statistic : {"u", "v"}, default="u"
     bandwidth_every : int, default=1
+    whiten : bool or array-like of shape (n_features, n_features), default=False
+        The coordinates the loss is computed in. ``False``: the data's. An
+        invertible matrix ``A``: the points ``X @ A`` with the scores ``S @ B``,
+        :math:`B = A^{-\top}` (the transformed model's scores, so the loss still
+        vanishes exactly at the data's distribution), with the gradients mapped
+        back to ``X`` and ``S``. Pass ``skstein.kernels.whitening(X_train)[0]`` to
+        compute the loss where the training data are white: a radial kernel there
+        is a Mahalanobis kernel in the data's units, which suits strongly
+        correlated or anisotropic data (``ica``). ``True``: the Ledoit-Wolf
+        whitening of the first batch, kept for every later call (a batch
+        estimates it less well than the whole training set).
     random_state : None, int or Generator, default=None
         The median heuristic's subsample (batches of more than 2000 points).
 
@@ -386,6 +439,8 @@ class KSDLoss(BaseEstimator):
     ----------
     bandwidth_ : float
         The bandwidth of the last call.
+    whitening_ : tuple (A, B) of ndarrays of shape (n_features, n_features) or None
+        The map of ``whiten`` (None for ``whiten=False``).
     n_iter_ : int
         Number of calls.
 
@@ -401,12 +456,13 @@ class KSDLoss(BaseEstimator):
     """
 
     def __init__(self, *, kernel="rbf", bandwidth="median", kernel_params=None, statistic="u",
-                 bandwidth_every=1, random_state=None):
+                 bandwidth_every=1, whiten=False, random_state=None):
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.kernel_params = kernel_params
         self.statistic = statistic
         self.bandwidth_every = bandwidth_every
+        self.whiten = whiten
         self.random_state = random_state
 
     def value_and_grad(self, X, S):
@@ -421,15 +477,20 @@ class KSDLoss(BaseEstimator):
         SteinGradient
         """
         every = _check_every(self.bandwidth_every, "bandwidth_every")
+        X, S = _check_pair(X, S)
         n_iter = getattr(self, "n_iter_", 0)
         if n_iter == 0:
             self._rng = as_generator(self.random_state)
+            self.whitening_ = _loss_whitening(self.whiten, X)
+        elif self.whitening_ is not None and X.shape[1] != self.whitening_[0].shape[0]:
+            raise ValueError(f"X has {X.shape[1]} features, but this loss's whitening has "
+                             f"{self.whitening_[0].shape[0]}; use a new loss (sklearn.clone).")
         h = self.bandwidth
         if isinstance(h, str) and n_iter % every != 0:
             h = self.bandwidth_
-        res = ksd_value_and_grad(X, S, kernel=self.kernel, bandwidth=h,
-                                 kernel_params=self.kernel_params, statistic=self.statistic,
-                                 random_state=self._rng)
+        res = _whitened_call(self.whitening_, X, S, lambda X, S: ksd_value_and_grad(
+            X, S, kernel=self.kernel, bandwidth=h, kernel_params=self.kernel_params,
+            statistic=self.statistic, random_state=self._rng))
         self.bandwidth_ = res.bandwidth
         self.n_iter_ = n_iter + 1
         return res
@@ -502,16 +563,26 @@ class MaxSKSDLoss(BaseEstimator):
     bandwidth_every : int, default=1
     orthogonal_slices : bool, default=True
         For ``"rg"``: keep the slices orthonormal (else unit-norm only).
+    whiten : bool or array-like of shape (n_features, n_features), default=False
+        The coordinates the loss is computed in (see :class:`KSDLoss`): an
+        invertible ``A`` computes it at ``X @ A`` with scores ``S @ A^{-T}``, and
+        the directions, slices and bandwidths live in those coordinates.
+        ``skstein.kernels.whitening(X_train)[0]`` (the training data made white)
+        trains ICA models much closer to maximum likelihood in high dimensions
+        (``ica``); ``True`` whitens by the first batch.
     random_state : None, int or Generator, default=None
         Random initial directions and the median heuristic's subsample.
 
     Attributes
     ----------
     directions_ : ndarray of shape (m, n_features)
-        The current directions (after the last ascent step).
+        The current directions (after the last ascent step), in the coordinates
+        of ``whiten``.
     slices_ : ndarray of shape (m, n_features)
     bandwidth_ : ndarray of shape (m,)
         Bandwidths of the last evaluation.
+    whitening_ : tuple (A, B) of ndarrays of shape (n_features, n_features) or None
+        The map of ``whiten`` (None for ``whiten=False``).
     n_iter_ : int
         Calls so far.
 
@@ -529,7 +600,7 @@ class MaxSKSDLoss(BaseEstimator):
     def __init__(self, *, variant="g", n_slices=None, kernel="rbf", bandwidth="median",
                  kernel_params=None, statistic="v", init="identity", optimizer="adam",
                  learning_rate=1e-3, betas=(0.9, 0.999), n_ascent=1, order="simultaneous",
-                 bandwidth_every=1, orthogonal_slices=True, random_state=None):
+                 bandwidth_every=1, orthogonal_slices=True, whiten=False, random_state=None):
         self.variant = variant
         self.n_slices = n_slices
         self.kernel = kernel
@@ -544,9 +615,11 @@ class MaxSKSDLoss(BaseEstimator):
         self.order = order
         self.bandwidth_every = bandwidth_every
         self.orthogonal_slices = orthogonal_slices
+        self.whiten = whiten
         self.random_state = random_state
 
-    def _start(self, d):
+    def _start(self, X):
+        d = X.shape[1]
         check_choice(self.variant, "variant", VARIANTS)
         check_choice(self.kernel, "kernel", KERNELS)
         check_choice(self.statistic, "statistic", ("u", "v"))
@@ -570,6 +643,7 @@ class MaxSKSDLoss(BaseEstimator):
         self._opt_g = _Adam(G.shape, *betas) if adam else None
         self._opt_r = _Adam(R.shape, *betas) if adam and self.variant == "rg" else None
         self.directions_, self.slices_ = G, R
+        self.whitening_ = _loss_whitening(self.whiten, X)
         self.bandwidth_ = None
         self.n_iter_ = 0
 
@@ -592,11 +666,15 @@ class MaxSKSDLoss(BaseEstimator):
         X, S = _check_pair(X, S)
         d = X.shape[1]
         if not hasattr(self, "directions_"):
-            self._start(d)
+            self._start(X)
         elif d != self.directions_.shape[1]:
             raise ValueError(f"X has {d} features, but this loss's directions have "
                              f"{self.directions_.shape[1]}; use a new loss (sklearn.clone).")
         update = check_bool(update, "update")
+        return _whitened_call(self.whitening_, X, S, lambda X, S: self._step(X, S, update))
+
+    def _step(self, X, S, update):
+        """The ascent step(s) and the evaluation, in the loss's coordinates."""
         learn_r = self.variant == "rg"
         orthogonal = bool(self.orthogonal_slices)
         G, R = self.directions_, self.slices_

@@ -442,3 +442,83 @@ def test_ascent_first_order_evaluates_at_the_updated_directions():
     assert res.value > r0.value
     with pytest.raises(ValueError, match="order"):
         MaxSKSDLoss(order="later").value_and_grad(X, S)
+
+
+# --- losses in whitened coordinates -------------------------------------------------
+
+
+def _correlated_batch(seed, n=40):
+    rng = np.random.default_rng(seed)
+    L = np.array([[3.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.2, 0.1]])
+    X = rng.standard_normal((n, 3)) @ L.T
+    return X, -0.7 * X + 0.1 * rng.standard_normal((n, 3))
+
+
+@pytest.mark.parametrize("make", [partial(KSDLoss, bandwidth=1.3),
+                                  partial(KSDLoss, statistic="v"),
+                                  partial(MaxSKSDLoss, bandwidth=0.8, statistic="u"),
+                                  partial(MaxSKSDLoss, variant="rg", n_slices=2)])
+def test_whitened_loss_is_the_loss_of_the_mapped_batch(make):
+    from skstein.kernels import whitening
+
+    X, S = _correlated_batch(20)
+    A, B = whitening(X)
+    white = make(whiten=A, random_state=0)
+    plain = make(random_state=0)
+    for _ in range(3):  # the directions of MaxSKSDLoss move alike in both
+        res = white.value_and_grad(X, S)
+        ref = plain.value_and_grad(X @ A, S @ np.linalg.inv(A).T)
+        np.testing.assert_allclose(res.value, ref.value, rtol=1e-10)
+        np.testing.assert_allclose(res.grad_scores, ref.grad_scores @ B.T, rtol=1e-8,
+                                   atol=1e-12)
+        np.testing.assert_allclose(res.grad_points, ref.grad_points @ A.T, rtol=1e-8,
+                                   atol=1e-12)
+    np.testing.assert_allclose(white.whitening_[1], B, rtol=1e-10)
+    if hasattr(white, "directions_"):
+        np.testing.assert_allclose(white.directions_, plain.directions_, rtol=1e-8)
+
+
+@pytest.mark.parametrize("loss", [KSDLoss(bandwidth=1.0, whiten=True),
+                                  MaxSKSDLoss(bandwidth=1.0, statistic="u", whiten=True)])
+def test_whitened_gradients_match_finite_differences(loss):
+    from sklearn.base import clone
+
+    X, S = _correlated_batch(21, n=25)
+    first = clone(loss)
+    kw = {} if isinstance(loss, KSDLoss) else {"update": False}
+    res = first.value_and_grad(X, S, **kw)
+    A = first.whitening_[0]
+    np.testing.assert_allclose(first.whitening_[0] @ first.whitening_[1].T, np.eye(3),
+                               atol=1e-12)
+
+    def value(Xv, Sv):  # the same map A, whatever the evaluated batch
+        return clone(loss).set_params(whiten=A).value_and_grad(Xv, Sv, **kw).value
+
+    E = np.random.default_rng(22).standard_normal(X.shape)
+    eps = 1e-6
+    fd_s = (value(X, S + eps * E) - value(X, S - eps * E)) / (2 * eps)
+    fd_x = (value(X + eps * E, S) - value(X - eps * E, S)) / (2 * eps)
+    np.testing.assert_allclose(np.sum(res.grad_scores * E), fd_s, rtol=1e-6)
+    np.testing.assert_allclose(np.sum(res.grad_points * E), fd_x, rtol=1e-6)
+
+
+def test_whiten_true_keeps_the_first_batch_map_and_bad_maps_are_refused():
+    X, S = _correlated_batch(23)
+    loss = MaxSKSDLoss(whiten=True)
+    loss.value_and_grad(X, S)
+    A = loss.whitening_[0].copy()
+    loss.value_and_grad(3.0 * X, S / 3.0)
+    np.testing.assert_array_equal(loss.whitening_[0], A)
+    for bad, match in [("aggregate", "got 'aggregate'"), (np.eye(2), r"shape \(2, 2\)"),
+                       (np.zeros((3, 3)), "singular"),
+                       (np.full((3, 3), np.nan), "non-finite"), (None, "got None")]:
+        for make in (KSDLoss, MaxSKSDLoss):
+            with pytest.raises(ValueError, match="whiten must be True, False or an "
+                                                 "invertible array of shape \\(3, 3\\)"):
+                make(whiten=bad).value_and_grad(X, S)
+            with pytest.raises(ValueError, match=match):
+                make(whiten=bad).value_and_grad(X, S)
+    loss = KSDLoss(whiten=True)
+    loss.value_and_grad(X, S)
+    with pytest.raises(ValueError, match="features"):
+        loss.value_and_grad(X[:, :2], S[:, :2])
