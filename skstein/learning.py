@@ -635,6 +635,7 @@ class MaxSKSDLoss(BaseEstimator):
                            and 0.0 <= b < 1.0 for b in betas)):
             raise ValueError(f"betas must be two floats in [0, 1), got {betas!r}.")
         make_kernel(self.kernel, 1.0, self.kernel_params)
+        white = _loss_whitening(self.whiten, X)
         m = _n_pairs(self.variant, self.n_slices, d)
         rng = as_generator(self.random_state)
         G, R = _first_start(self.init, self.variant, m, d, rng, orthogonal)
@@ -643,7 +644,7 @@ class MaxSKSDLoss(BaseEstimator):
         self._opt_g = _Adam(G.shape, *betas) if adam else None
         self._opt_r = _Adam(R.shape, *betas) if adam and self.variant == "rg" else None
         self.directions_, self.slices_ = G, R
-        self.whitening_ = _loss_whitening(self.whiten, X)
+        self.whitening_ = white
         self.bandwidth_ = None
         self.n_iter_ = 0
 

@@ -522,3 +522,10 @@ def test_whiten_true_keeps_the_first_batch_map_and_bad_maps_are_refused():
     loss.value_and_grad(X, S)
     with pytest.raises(ValueError, match="features"):
         loss.value_and_grad(X[:, :2], S[:, :2])
+    # a first batch that cannot be whitened leaves the loss unstarted
+    same = np.ones((5, 3))
+    for make in (KSDLoss, MaxSKSDLoss):
+        loss = make(whiten=True)
+        with pytest.raises(ValueError, match="cannot be whitened"):
+            loss.value_and_grad(same, -same)
+        assert loss.value_and_grad(X, S).grad_scores.shape == X.shape
