@@ -192,7 +192,8 @@ def resolve_score(model, name="model"):
 def evaluate_score(model, X, name="model", check_tails=True):
     """Evaluate and validate the model's score at the rows of ``X``.
 
-    Returns a C-contiguous float64 array of the shape of ``X``. Raises when the
+    Returns a C-contiguous float64 array of the shape of ``X``; the score sees a copy
+    of ``X``, so one that writes into its input changes nothing. Raises when the
     model's dimension or the score's shape disagree with ``X`` or when a score is
     not finite; warns (:class:`HeavyTailWarning`) when the squared score norms
     look like they have an infinite mean.
@@ -204,7 +205,7 @@ def evaluate_score(model, X, name="model", check_tails=True):
             f"X has {X.shape[1]} features but {name} is a distribution on "
             f"{int(dim)} dimensions."
         )
-    values = score(X)
+    values = score(X.copy())  # a score that writes into its input cannot change X
     try:
         S = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:

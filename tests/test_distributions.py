@@ -107,8 +107,10 @@ def test_distribution_validation():
         Gaussian(np.zeros(2), np.array([1.0, -1.0]))
     with pytest.raises(ValueError, match="positive definite"):
         Gaussian(np.zeros(2), np.array([[1.0, 2.0], [2.0, 1.0]]))
-    with pytest.raises(ValueError, match="mean"):
-        Gaussian(np.array([np.nan]))
+    with pytest.raises(ValueError, match="mean must be finite"):
+        Gaussian(np.array([np.nan, 0.0]))
+    with pytest.raises(ValueError, match="mean must be a 1-D array"):
+        Gaussian(np.zeros((2, 2)))
     with pytest.raises(ValueError, match="dim"):
         Laplace(0)
     with pytest.raises(ValueError, match="df"):

@@ -226,3 +226,19 @@ def test_a_bandwidth_far_below_the_sample_distances_warns(rng):
         KSDTest(model, random_state=0).test(X)
         KSDTest(model, bandwidth=0.01, random_state=0).test(X)
         KSDTest(model, kernel="imq", bandwidth=1e-3, random_state=0).test(X)
+
+
+def test_a_score_that_writes_into_its_input_changes_nothing(rng):
+    X = rng.standard_normal((60, 3))
+    X0 = X.copy()
+
+    def careless(Z):
+        S = -Z.copy()
+        Z[:] = 0.0  # a user's score that reuses its input as scratch space
+        return S
+
+    kw = dict(n_bootstrap=100, random_state=0)
+    a = KSDTest(careless, **kw).test(X)
+    b = KSDTest(std_normal_score, **kw).test(X0)
+    np.testing.assert_array_equal(X, X0)
+    assert a.statistic == b.statistic and a.pvalue == b.pvalue

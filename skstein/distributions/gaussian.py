@@ -26,8 +26,10 @@ class Gaussian(Distribution):
 
     def __init__(self, mean, cov=1.0):
         mean = np.atleast_1d(np.asarray(mean, dtype=np.float64))
-        if mean.ndim != 1 or not np.all(np.isfinite(mean)):
-            raise ValueError(f"mean must be a finite 1-D array, got shape {mean.shape}.")
+        if mean.ndim != 1:
+            raise ValueError(f"mean must be a 1-D array, got shape {mean.shape}.")
+        if not np.all(np.isfinite(mean)):
+            raise ValueError("mean must be finite; it contains NaN or inf.")
         self.mean = mean
         self.dim = mean.size
         cov = np.asarray(cov, dtype=np.float64)
