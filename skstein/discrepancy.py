@@ -364,7 +364,7 @@ def ksd_power_criterion(X, model, *, kernel="rbf", bandwidth="median", kernel_pa
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
-        The sample.
+        The sample, at least 3 points.
     model : distribution or callable
         The model's score, as in :func:`ksd`.
     kernel : {"rbf", "imq"}, default="rbf"
@@ -385,6 +385,9 @@ def ksd_power_criterion(X, model, *, kernel="rbf", bandwidth="median", kernel_pa
     float
     """
     X, S, kern = _prepare(X, model, kernel, bandwidth, kernel_params, random_state)
+    if X.shape[0] < 3:
+        raise ValueError(f"X needs at least 3 samples for the power criterion, got "
+                         f"{X.shape[0]}: with 2 its variance estimate is always 0.")
     return stein_sums(X, S, kern, max_memory=max_memory).power_criterion(eps)
 
 

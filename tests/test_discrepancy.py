@@ -112,6 +112,8 @@ def test_stein_matrix_and_power_criterion_match_reference():
     sigma2 = 4 * np.var(off.sum(1) / 39)
     crit = ksd_power_criterion(X, std_normal_score, bandwidth=0.8)
     assert crit == pytest.approx(u / np.sqrt(sigma2 + 1e-10), rel=1e-8)
+    with pytest.raises(ValueError, match="X needs at least 3 samples"):
+        ksd_power_criterion(X[:2], std_normal_score, bandwidth=0.8)
 
 
 def test_ksd_statistic_needs_no_n_by_n_memory():

@@ -402,7 +402,9 @@ def test_ksd(case, statistic, kernel):
 @FUZZ
 @given(case=cases())
 def test_ksd_power_criterion(case):
-    run(case, lambda X: ksd_power_criterion(X, case.model, bandwidth=case.bandwidth), _finite)
+    # two points give a zero variance estimate: refused, naming X
+    run(case, lambda X: ksd_power_criterion(X, case.model, bandwidth=case.bandwidth), _finite,
+        fail=("X",) if case.data.canonical is not None and _n(case) < 3 else ())
 
 
 @FUZZ
