@@ -145,7 +145,9 @@ def run(*, quick=False, n_seeds=None, random_state=0, n_jobs=None, n_trials=None
         Keys ``seed``, ``method`` ("KL", "KSD", "maxSKSD-g", "maxSKSD-rg"),
         ``step_size``, ``value`` (lower is better), ``ci_low``, ``ci_high`` (95%
         bootstrap interval over whole chains; equal to ``value`` for KL), ``rank``
-        among the step sizes and ``n_samples``.
+        among the step sizes, ``prob_best`` (the fraction of those resamples in which
+        the step size has the lowest value; for KL 1 at its pick, else 0) and
+        ``n_samples``.
     """
     cfg = dict(QUICK if quick else FULL)
     if n_seeds is None:
@@ -172,7 +174,7 @@ def run(*, quick=False, n_seeds=None, random_state=0, n_jobs=None, n_trials=None
         for eps, v, r in zip(res, kl, kl_rank):
             rows.append({"seed": seed, "method": "KL", "step_size": eps, "value": float(v),
                          "ci_low": float(v), "ci_high": float(v), "rank": int(r),
-                         "n_samples": int(samples[eps].shape[0])})
+                         "prob_best": float(r == 1), "n_samples": int(samples[eps].shape[0])})
         rank_rng = _rng(key, _RANK)
         for method in METHODS[1:]:
             if method == "KSD":
@@ -185,12 +187,18 @@ def run(*, quick=False, n_seeds=None, random_state=0, n_jobs=None, n_trials=None
                 rows.append({"seed": seed, "method": method, "step_size": r["name"],
                              "value": r["value"], "ci_low": r["ci_low"],
                              "ci_high": r["ci_high"], "rank": r["rank"],
-                             "n_samples": r["n_samples"]})
+                             "prob_best": r["prob_best"], "n_samples": r["n_samples"]})
     return rows
 
 
 def picks(rows):
-    """The step size each method picks (lowest value) for each seed, and KL's pick."""
+    """The step size each method picks (lowest value) for each seed, and KL's pick.
+
+    ``kl_pick_prob_best`` is the fraction of the method's bootstrap resamples (whole
+    chains) in which KL's step size has the lowest value: how often the method would
+    have picked KL's step on a resample of the same chains (present when the rows
+    carry ``prob_best``).
+    """
     out = []
     seeds = sorted({r["seed"] for r in rows})
     grid = sorted({r["step_size"] for r in rows})
@@ -202,8 +210,12 @@ def picks(rows):
             if not sub:
                 continue
             pick = min(sub, key=lambda r: r["value"])["step_size"]
-            out.append({"seed": seed, "method": method, "pick": pick, "kl_pick": kl_pick,
-                        "grid_steps_from_kl": abs(grid.index(pick) - grid.index(kl_pick))})
+            row = {"seed": seed, "method": method, "pick": pick, "kl_pick": kl_pick,
+                   "grid_steps_from_kl": abs(grid.index(pick) - grid.index(kl_pick))}
+            at_kl = [r for r in sub if r["step_size"] == kl_pick and "prob_best" in r]
+            if at_kl:
+                row["kl_pick_prob_best"] = float(at_kl[0]["prob_best"])
+            out.append(row)
     return out
 
 
