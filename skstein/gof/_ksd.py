@@ -55,9 +55,12 @@ class KSDTest(SteinTestMixin, BaseEstimator):
     median-heuristic test's beyond binomial error, and far above it where the median
     bandwidth is too wide (Laplace at D = 10: 1.00 against 0.24; a shrunk direction
     at D = 20: 1.00 against 0.61); on a mixture model it finds the cluster scale that
-    the median misses. It costs 3.4 to 4.1 times the single-bandwidth test at
-    N = 1000, D = 100 and 4.5 times at N = 5000, D = 1 (ten statistics and their
-    bootstrap forms, one set of draws; ``benchmarks/bench_aggregate.py``).
+    the median misses. It costs 3.2 to 5.3 times the single-bandwidth test at
+    N = 1000, D = 100 and 4.5 to 7.9 times at N = 5000, D = 1, depending on the
+    machine (ten statistics and their bootstrap forms, one set of draws;
+    ``benchmarks/bench_aggregate.py``): the Gram products are shared, but each
+    bandwidth's bootstrap forms take their own product of about N^2 x n_bootstrap
+    operations.
     ``bandwidth="median"`` is the classic test.
 
     A radial kernel compares points by their Euclidean distance, so when the data's
