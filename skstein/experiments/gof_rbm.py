@@ -60,10 +60,11 @@ core (the 2000 ``partial_fit`` steps and the test; the Gibbs sweeps excluded).
 
 The bandwidth is not what limits it. On development trials (``random_state=3000``,
 40 trials at sigma = 0.01, not reported above) the aggregated test rejects 0.95; the
-best single factor, known only afterwards, 0.975; and a factor chosen by the power
-criterion on the last 10 training batches (2000 pseudo-samples, so the level stays
-exact) 0.95, missing the same two trials. Chosen on the last batch alone (200
-points), it drops to 0.75: the criterion is too noisy there. Longer training helps
+best of its ten factors tested alone, known only afterwards, 0.975; and one factor
+chosen by the power criterion on the last 10 training batches (2000 pseudo-samples,
+apart from the tested data, so the level stays exact) 0.95, missing the same two
+trials. Chosen on the last batch alone (200 points), it drops to 0.75: the criterion
+is too noisy there. Longer training helps
 little: on the trials of ``random_state=2032``, the directions after 1000, 2000 and
 4000 sweeps reject 0.77, 0.84 and 0.86.
 """
