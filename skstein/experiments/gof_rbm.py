@@ -64,9 +64,9 @@ best of its ten factors tested alone, known only afterwards, 0.975; and one fact
 chosen by the power criterion on the last 10 training batches (2000 pseudo-samples,
 apart from the tested data, so the level stays exact) 0.95, missing the same two
 trials. Chosen on the last batch alone (200 points), it drops to 0.75: the criterion
-is too noisy there. Longer training helps
-little: on the trials of ``random_state=2032``, the directions after 1000, 2000 and
-4000 sweeps reject 0.77, 0.84 and 0.86.
+is too noisy there. Longer training helps little: on the trials of
+``random_state=2032``, the directions after 1000, 2000 and 4000 sweeps reject 0.77,
+0.84 and 0.86.
 """
 
 import time
