@@ -41,6 +41,28 @@ def test_gof_rbm_rows_and_pair():
     assert {r["protocol"] for r in rows} == {"standard"}
 
 
+def test_gof_rbm_paper_pair():
+    # one pair for every trial; every sigma perturbs B along the same direction E
+    p1, q1 = gof_rbm.paper_rbm_pair(0.01, 50, 40, burn_in=10)
+    p2, q2 = gof_rbm.paper_rbm_pair(0.02, 50, 40, burn_in=10)
+    p0, q0 = gof_rbm.paper_rbm_pair(0.0, 50, 40, burn_in=10)
+    np.testing.assert_array_equal(p1.B, p2.B)
+    np.testing.assert_array_equal(p0.B, q0.B)
+    assert set(np.unique(p1.B)) == {-1.0, 1.0}
+    np.testing.assert_allclose((q2.B - p2.B) / 0.02, (q1.B - p1.B) / 0.01, atol=1e-10)
+    assert np.std((q1.B - p1.B) / 0.01) > 0.8
+    cfg = dict(gof_rbm.QUICK, dx=6, dh=3, n_samples=40, n_test=30, burn_in=10,
+               train_chains=20, train_steps=5, n_bootstrap=50, rbm="paper")
+    a = gof_rbm.run_trial(0, 0.0, cfg, ("KSD",))
+    b = gof_rbm.run_trial(1, 0.0, cfg, ("KSD",))
+    assert a["KSD"][1] != b["KSD"][1]  # the samples change between trials
+    rows = gof_rbm.run(quick=True, n_trials=1, n_jobs=1, sigmas=(0.02,), methods=("KSD",),
+                       rbm="paper")
+    assert rows[0]["rbm"] == "paper"
+    with pytest.raises(ValueError, match="rbm"):
+        gof_rbm.run(quick=True, n_trials=1, rbm="random")
+
+
 def test_gof_rbm_trains_on_burn_in_states():
     # a trial with all three methods (directions trained on Gibbs burn-in states)
     cfg = dict(gof_rbm.QUICK, dx=6, dh=3, n_samples=60, n_test=40, burn_in=20,
