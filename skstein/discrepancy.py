@@ -474,6 +474,14 @@ def check_directions(G, name, dim, m=None):
     return np.ascontiguousarray(G / norms[:, None])
 
 
+def _median_1d(U, max_points, random_state, name, value):
+    """:func:`median_bandwidth_1d` of ``U``; its errors name the argument ``name``."""
+    try:
+        return median_bandwidth_1d(U, max_points=max_points, random_state=random_state)
+    except ValueError as exc:
+        raise ValueError(f"{name}={value!r}: {exc}") from exc
+
+
 def resolve_sliced_bandwidth(U, bandwidth, *, random_state=None, max_points=1000,
                              name="bandwidth"):
     """Per-pair bandwidths ``(m,)``: median heuristic of the projections ``U``, or given.
@@ -489,7 +497,7 @@ def resolve_sliced_bandwidth(U, bandwidth, *, random_state=None, max_points=1000
             raise ValueError(
                 f"{name} must be 'median', a positive float or an array of {m} positive "
                 f"floats, got {bandwidth!r}.")
-        return median_bandwidth_1d(U, max_points=max_points, random_state=random_state)
+        return _median_1d(U, max_points, random_state, name, bandwidth)
     if isinstance(bandwidth, bool):
         raise TypeError(
             f"{name} must be 'median', a positive float or an array, got {bandwidth!r}.")
@@ -520,7 +528,7 @@ def resolve_sliced_bandwidths(U, bandwidth, n_bandwidths=10, *, random_state=Non
         if bandwidth != "aggregate":
             raise ValueError(f"{name} must be 'aggregate' or an array of shape (L, {m}) for an "
                              f"aggregated test, got {bandwidth!r}.")
-        med = median_bandwidth_1d(U, max_points=max_points, random_state=random_state)
+        med = _median_1d(U, max_points, random_state, name, bandwidth)
         factors = bandwidth_factor_grid(U, n_bandwidths, max_points=max_points,
                                         random_state=random_state)
         return factors[:, None] * med[None, :]

@@ -804,6 +804,20 @@ def test_starts_along_which_the_samples_coincide_up_to_rounding_are_dropped():
     assert np.max(res.statistics) < 1e3
 
 
+def test_data_constant_along_a_feature_names_the_bandwidth_argument():
+    # no median heuristic along the constant feature's axis: the error says which
+    # argument to give (an explicit value works)
+    X = np.random.default_rng(0).standard_normal((100, 4))
+    X[:, 2] = 0.0
+    model = Gaussian(np.zeros(4))
+    with pytest.raises(ValueError, match=r"bandwidth='median': all samples coincide"):
+        MaxSKSDTest(model, random_state=0).test(X)
+    with pytest.raises(ValueError, match=r"^test_bandwidth='aggregate': all samples coincide"):
+        MaxSKSDTest(model, bandwidth=1.0, test_bandwidth="aggregate", random_state=0).test(X)
+    res = MaxSKSDTest(model, bandwidth=1.0, n_bootstrap=100, random_state=0).test(X)
+    assert res.reject and np.isfinite(res.statistic)
+
+
 def test_rank_samples_names_the_candidate():
     with pytest.raises(ValueError, match=r"samples\['b'\]"):
         rank_samples({"a": np.eye(3), "b": np.ones((3, 2))},
