@@ -125,7 +125,7 @@ def rbm_pair(sigma, dx, dh, seed, burn_in):
 
 
 def paper_rbm_pair(sigma, dx, dh, burn_in):
-    """(model p, data q): the one RBM pair of the authors' streaming experiment.
+    """(model p, data q): the one RBM pair of the authors' RBM experiment.
 
     Their script seeds NumPy's legacy generator with 2 before each ``sigma`` and draws
     ``b`` (``dx`` normals), ``c`` (``dh`` normals), the signs of ``B`` (``choice([-1,
@@ -211,7 +211,7 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="aut
     time of one test (seconds per trial per method; the data's Gibbs sweeps excluded).
     ``rbm="fresh"`` draws a new RBM pair in every trial (:func:`rbm_pair`), so a rate
     averages over models; ``rbm="paper"`` tests the one pair of the authors' script
-    (:func:`paper_rbm_pair`) in every trial, as their published rates do.
+    (:func:`paper_rbm_pair`) in every trial, as the authors' script does.
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}.")
