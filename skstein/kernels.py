@@ -406,8 +406,8 @@ def median_bandwidth_1d(U, *, max_points=1000, random_state=None):
         out = median_abs_diff_columns(np.ascontiguousarray(U), np.empty(m))
     if np.any(out <= 0):
         raise ValueError(
-            "all samples coincide along a direction, so the median heuristic is undefined; "
-            "give an explicit bandwidth."
+            "all samples coincide along a direction (for instance, X is constant in a "
+            "feature), so the median heuristic is undefined; give an explicit bandwidth."
         )
     if np.any(out < MIN_BANDWIDTH):
         raise ValueError(f"the median distance of the samples of X along a direction "
