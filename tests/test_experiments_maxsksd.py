@@ -59,6 +59,11 @@ def test_gof_rbm_paper_pair():
     rows = gof_rbm.run(quick=True, n_trials=1, n_jobs=1, sigmas=(0.02,), methods=("KSD",),
                        rbm="paper")
     assert rows[0]["rbm"] == "paper"
+    # KSDAgg's pair: another fixed draw, with the same structure
+    k1, kq = gof_rbm.ksdagg_rbm_pair(0.01, 50, 40, burn_in=10)
+    assert set(np.unique(k1.B)) == {-1.0, 1.0} and not np.array_equal(k1.B, p1.B)
+    np.testing.assert_array_equal(k1.B, gof_rbm.ksdagg_rbm_pair(0.02, 50, 40, burn_in=10)[0].B)
+    assert 0.005 < np.std(kq.B - k1.B) < 0.02
     with pytest.raises(ValueError, match="rbm"):
         gof_rbm.run(quick=True, n_trials=1, rbm="random")
 
