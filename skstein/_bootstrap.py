@@ -222,6 +222,9 @@ class AggregateDecision:
     selected : int
         The most significant test (smallest p-value; ties go to the largest
         standardised statistic).
+    levels : ndarray (L,)
+        Each test's corrected level, ``level * weights`` (all equal to ``level``
+        without weights).
     """
 
     pvalue: float
@@ -229,9 +232,10 @@ class AggregateDecision:
     level: float
     rejected: np.ndarray
     selected: int
+    levels: np.ndarray = None
 
 
-def aggregate_minp(statistics, null, alpha):
+def aggregate_minp(statistics, null, alpha, weights=None):
     r"""Min-p aggregation of ``L`` statistics whose nulls come from the same draws.
 
     ``statistics`` has shape ``(L,)``, ``null`` shape ``(M, L)``: draw ``m`` of every
@@ -255,10 +259,19 @@ def aggregate_minp(statistics, null, alpha):
     significant observation and the test could never reject. With ``L = 1`` it is
     the single test. Draws that tie with the statistic up to rounding count as ties
     (:data:`TIE_TOLERANCE`).
+
+    ``weights`` (positive, shape ``(L,)``, scaled here to mean one) weight the
+    entries as in KSDAgg's weighted test: entry ``l`` counts by :math:`p_l / w_l`, so
+    test ``l`` rejects at ``w_l`` times the common corrected level. The ordering is
+    still a fixed function of the rows, so the level is exact for any weights.
     """
     statistics = np.asarray(statistics, dtype=np.float64)
     null = np.asarray(null, dtype=np.float64)
     M, L = null.shape
+    w = np.ones(L) if weights is None else np.asarray(weights, dtype=np.float64)
+    if w.shape != (L,) or not (np.all(np.isfinite(w)) and np.all(w > 0)):
+        raise ValueError(f"weights must be {L} positive finite values, got {weights!r}.")
+    w = w / w.mean()
     T = np.vstack([statistics[None, :], _snap_ties(statistics, null)])
     ranks = np.empty((M + 1, L))
     for col in range(L):
@@ -266,16 +279,19 @@ def aggregate_minp(statistics, null, alpha):
         # number of entries >= each value, itself included
         ranks[:, col] = (M + 1) - np.searchsorted(srt, T[:, col], side="left")
     ranks /= M + 1.0
+    pvalues = ranks[0].copy()
+    if weights is not None:
+        ranks /= w
     sd = T.std(axis=0)
     z = np.where(sd > 0, (T - T.mean(axis=0)) / np.where(sd > 0, sd, 1.0), 0.0)
-    # each row's most significant entry: smallest p, then largest z
+    # each row's most significant entry: smallest (weighted) p, then largest z
     q = ranks.min(axis=1)
     zq = np.where(ranks == q[:, None], z, -np.inf).max(axis=1)
     as_strong = (q[1:] < q[0]) | ((q[1:] == q[0]) & (zq[1:] >= zq[0]))
     pvalue = (1.0 + np.count_nonzero(as_strong)) / (M + 1.0)
     # the critical null row: test l rejects when its entry is more significant
     k = int(np.floor(alpha * (M + 1.0) + 1e-9)) - 1
-    pvalues = ranks[0]
+    r0 = ranks[0]
     if k < 0:
         level, rejected = 0.0, np.zeros(L, dtype=bool)
     elif k >= M:
@@ -284,7 +300,7 @@ def aggregate_minp(statistics, null, alpha):
         order = np.lexsort((-zq[1:], q[1:]))
         crit = order[k] + 1
         level = float(q[crit])
-        rejected = (pvalues < level) | ((pvalues == level) & (z[0] > zq[crit]))
-    best = np.flatnonzero(pvalues == pvalues.min())
+        rejected = (r0 < level) | ((r0 == level) & (z[0] > zq[crit]))
+    best = np.flatnonzero(r0 == r0.min())
     selected = int(best[np.argmax(z[0, best])])
-    return AggregateDecision(float(pvalue), pvalues, level, rejected, selected)
+    return AggregateDecision(float(pvalue), pvalues, level, rejected, selected, level * w)

@@ -62,9 +62,10 @@ class GOFTestResult:
         the aggregated test's).
     rejected : ndarray of bool (L,) or None
         Aggregated tests only: which bandwidths reject at the corrected level.
-    pvalue_threshold : float or None
+    pvalue_threshold : float, ndarray (L,) or None
         Aggregated tests only: the corrected per-bandwidth level; bandwidth ``l``
-        rejects when ``pvalues[l] <= pvalue_threshold``.
+        rejects when ``pvalues[l] <= pvalue_threshold`` (an array, one level per
+        bandwidth, for a weighted aggregation: ``KSDTest(bandwidth_weights=...)``).
     labels : tuple of str or None
         Aggregated maxSKSD tests: the candidate set of directions (and bandwidth
         factor) of each statistic; KSD tests with ``whiten="aggregate"``: the geometry

@@ -167,6 +167,82 @@ def test_aggregate_minp_is_exact_for_exchangeable_vectors():
     assert _within_3_sigma(rejects / trials, alpha, trials)
 
 
+def test_weighted_minp_is_exact_and_reduces_to_uniform():
+    rng = np.random.default_rng(4)
+    M, trials, alpha = 99, 2000, 0.1
+    w = np.array([0.2, 1.0, 3.0, 0.5])
+    rejects = 0
+    for _ in range(trials):
+        base = rng.standard_normal((M + 1, 1))
+        T = base + rng.standard_normal((M + 1, 4)) * np.array([0.1, 0.5, 1.0, 3.0])
+        agg = aggregate_minp(T[0], T[1:], alpha, weights=w)
+        rejects += agg.pvalue <= alpha
+        assert (agg.pvalue <= alpha) == bool(np.any(agg.rejected))
+    assert _within_3_sigma(rejects / trials, alpha, trials)
+    # equal weights (any scale) are the uniform test; the per-test levels follow w
+    null = rng.standard_normal((199, 3))
+    stats = np.array([0.5, 2.2, 1.0])
+    plain = aggregate_minp(stats, null, 0.05)
+    for scale in (1.0, 7.0):
+        same = aggregate_minp(stats, null, 0.05, weights=np.full(3, scale))
+        assert same.pvalue == plain.pvalue and same.level == plain.level
+        np.testing.assert_array_equal(same.rejected, plain.rejected)
+    weighted = aggregate_minp(stats, null, 0.05, weights=[1.0, 2.0, 3.0])
+    np.testing.assert_allclose(weighted.levels, weighted.level * np.array([0.5, 1.0, 1.5]))
+    # all weight on one statistic: nearly its own test
+    alone = aggregate_minp(stats, null, 0.05, weights=[1e-9, 1.0, 1e-9])
+    assert alone.pvalue == pytest.approx(bootstrap_pvalue(stats[1], null[:, 1]), abs=0.01)
+    with pytest.raises(ValueError, match="weights"):
+        aggregate_minp(stats, null, 0.05, weights=[1.0, -1.0, 1.0])
+
+
+def test_ksd_bandwidth_weights(rng):
+    X = rng.standard_normal((150, 2)) + 0.2
+    kw = dict(n_bootstrap=200, random_state=0)
+    plain = KSDTest(std_normal_score, **kw).test(X)
+    ones = KSDTest(std_normal_score, bandwidth_weights=np.ones(10), **kw).test(X)
+    assert ones.pvalue == plain.pvalue and ones.method.endswith("weighted)")
+    centred = KSDTest(std_normal_score, bandwidth_weights="centred", **kw)
+    res = centred.test(X)
+    h, w = res.bandwidths, centred.fit(X).bandwidth_weights_
+    # centred on the median heuristic (the grid ends at twice it), mean one
+    assert w.mean() == pytest.approx(1.0)
+    assert np.argmax(w) == np.argmin(np.abs(np.log(h / median_bandwidth(X))))
+    np.testing.assert_allclose(res.pvalue_threshold / w, res.pvalue_threshold[0] / w[0])
+    assert centred.test(X) == res  # the fitted weights give the same result
+    # whitened and Euclidean collections: one centre each
+    both = KSDTest(std_normal_score, bandwidth_weights="centred", whiten="aggregate",
+                   **kw).fit(X)
+    assert both.bandwidth_weights_.shape == (20,)
+    # a single bandwidth ignores them
+    assert KSDTest(std_normal_score, bandwidth="median", bandwidth_weights="centred",
+                   **kw).test(X).pvalue_threshold is None
+    for bad, err in (("peaked", ValueError), ([1.0, 2.0], ValueError), (np.zeros(10), ValueError),
+                     ([["a"]], TypeError)):
+        with pytest.raises(err, match="bandwidth_weights"):
+            KSDTest(std_normal_score, bandwidth_weights=bad, **kw).test(X)
+
+
+@pytest.mark.slow
+def test_centred_weights_level_and_broad_departure():
+    # level on the 6-cluster mixture; on a 1-D mixture whose weights change (a broad
+    # departure) the centred weights reject at least as often as uniform ones
+    model, data = NULL_CASES["mixture"]
+    test = KSDTest(model, bandwidth_weights="centred", n_bootstrap=200)
+    res = rejection_rate(test, data, 120, n_trials=200, random_state=12, n_jobs=1)
+    assert _within_3_sigma(res.rate, 0.05, 200), res.rate
+    one_d = GaussianMixture([0.7, 0.3], [[0.0], [2.0]], [1.0, 0.25], covariance_type="spherical")
+
+    def draw(n, g):
+        far = g.random(n) < 0.45
+        return np.where(far, 2.0 + 0.5 * g.standard_normal(n), g.standard_normal(n))[:, None]
+    kw = dict(n_trials=60, random_state=13, n_jobs=1)
+    uniform = rejection_rate(KSDTest(one_d, n_bootstrap=300), draw, 200, **kw)
+    centred = rejection_rate(KSDTest(one_d, bandwidth_weights="centred", n_bootstrap=300),
+                             draw, 200, **kw)
+    assert centred.rate >= uniform.rate, (uniform.rate, centred.rate)
+
+
 def test_aggregate_minp_many_statistics_few_draws():
     # 50 statistics, 199 draws: a quarter of the rows hold some column's maximum, so
     # p-values alone tie; the standardised tie-break keeps the level and the power

@@ -22,21 +22,23 @@ __all__ = ["SteinTestMixin", "is_fitted", "aggregated_result", "split_sample",
            "on_training_part"]
 
 
-def aggregated_result(stats, null, method, bandwidths, *, alpha, **fields):
+def aggregated_result(stats, null, method, bandwidths, *, alpha, weights=None, **fields):
     """The :class:`GOFTestResult` of the min-p aggregation of ``stats`` over ``null``.
 
     ``null`` has one column per statistic, all from the same bootstrap draws;
     ``bandwidths`` has one entry (or row) per statistic. The scalar fields are those
     of the most significant statistic; ``fields`` adds the common ones
-    (``n_samples``, ``bootstrap``, ...).
+    (``n_samples``, ``bootstrap``, ...). With ``weights`` (see
+    :func:`~skstein._bootstrap.aggregate_minp`) ``pvalue_threshold`` holds each
+    statistic's corrected level.
     """
-    agg = aggregate_minp(stats, null, alpha)
+    agg = aggregate_minp(stats, null, alpha, weights)
     k = agg.selected
     bandwidths = np.asarray(bandwidths, dtype=np.float64)
     return GOFTestResult(
         statistic=float(stats[k]),
         pvalue=agg.pvalue,
-        threshold=bootstrap_threshold(null[:, k], agg.level),
+        threshold=bootstrap_threshold(null[:, k], agg.levels[k]),
         reject=bool(agg.pvalue <= alpha),
         alpha=float(alpha),
         method=method,
@@ -46,7 +48,7 @@ def aggregated_result(stats, null, method, bandwidths, *, alpha, **fields):
         statistics=stats,
         pvalues=agg.pvalues,
         rejected=agg.rejected,
-        pvalue_threshold=agg.level,
+        pvalue_threshold=agg.level if weights is None else agg.levels,
         **fields,
     )
 

@@ -28,6 +28,39 @@ from ._base import SteinTestMixin, aggregated_result, is_fitted
 __all__ = ["KSDTest"]
 
 
+#: Width, in log-bandwidth, of the ``"centred"`` weights: a weight falls to
+#: ``exp(-1/2)`` of its peak at four times (or a quarter of) the median heuristic.
+CENTRED_WIDTH = np.log(4.0)
+
+
+def centred_weights(bandwidths, centres):
+    r"""Weights :math:`\propto \exp(-\log^2(h_l / c_l) / (2 \log^2 4))`, mean one.
+
+    ``centres`` holds each bandwidth's median heuristic (of its geometry).
+    """
+    x = np.log(np.asarray(bandwidths, dtype=np.float64) / np.asarray(centres))
+    w = np.exp(-0.5 * (x / CENTRED_WIDTH) ** 2)
+    return w / w.mean()
+
+
+def _check_bandwidth_weights(value):
+    """``"uniform"``, ``"centred"`` or a positive float array (validated)."""
+    if isinstance(value, str):
+        if value not in ("uniform", "centred"):
+            raise ValueError(f"bandwidth_weights must be 'uniform', 'centred' or an array of "
+                             f"positive floats, got {value!r}.")
+        return value
+    try:
+        w = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"bandwidth_weights must be 'uniform', 'centred' or an array of "
+                        f"positive floats, got {value!r}.") from None
+    if w.ndim != 1 or w.size == 0 or not (np.all(np.isfinite(w)) and np.all(w > 0)):
+        raise ValueError(f"bandwidth_weights as an array must be 1-D, positive and finite, "
+                         f"got {value!r}.")
+    return w
+
+
 class KSDTest(SteinTestMixin, BaseEstimator):
     r"""Kernel Stein discrepancy goodness-of-fit test.
 
@@ -139,6 +172,17 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         correction over all of them), about twice the cost. The whitening is resolved
         on the data given to :meth:`fit` (or to :meth:`test` when not fitted), like the
         bandwidths. Continuous models only.
+    bandwidth_weights : "uniform", "centred" or array-like, default="uniform"
+        Weights of the bandwidths in the aggregated test (KSDAgg's weighted test;
+        the level stays exact for any weights): bandwidth ``l`` rejects at ``w_l``
+        times the common corrected level, the weights scaled to mean one.
+        ``"centred"``: :math:`w_l \propto \exp(-\log^2(h_l / h_{med}) / (2 \log^2
+        4))`, centred on the median heuristic of the data (of each geometry with
+        ``whiten``), which gives back part of the power the uniform correction costs
+        when only the broad bandwidths see the departure, for a small loss where
+        only the small ones do (measured in the user guide, "Bandwidths and
+        aggregation"); an array: one positive weight per kernel, in the order of
+        ``bandwidth_``. Ignored for a single bandwidth; continuous models only.
 
     Attributes
     ----------
@@ -154,6 +198,9 @@ class KSDTest(SteinTestMixin, BaseEstimator):
     whitening_ : tuple (A, B) of ndarrays of shape (n_features, n_features) or None
         The fitted whitening of points (``X @ A``) and scores (``S @ B``); None for
         ``whiten=False``.
+    bandwidth_weights_ : ndarray of shape (n_kernels,) or None
+        The fitted weights of an aggregated test (mean one); None when uniform or
+        for a single bandwidth.
     n_features_in_ : int
         Number of features seen in :meth:`fit`.
     operator_ : str
@@ -189,7 +236,7 @@ class KSDTest(SteinTestMixin, BaseEstimator):
     def __init__(self, model, *, kernel="rbf", bandwidth="aggregate", n_bandwidths=10,
                  kernel_params=None, statistic="u", bootstrap="multinomial", n_bootstrap=1000,
                  alpha=0.05, random_state=None, max_memory=DEFAULT_MAX_MEMORY, operator=None,
-                 whiten=False):
+                 whiten=False, bandwidth_weights="uniform"):
         self.model = model
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -203,6 +250,7 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         self.max_memory = max_memory
         self.operator = operator
         self.whiten = whiten
+        self.bandwidth_weights = bandwidth_weights
 
     def __sklearn_tags__(self):
         return discrete_input_tags(super().__sklearn_tags__(), self.model)
@@ -213,27 +261,41 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         return (isinstance(b, str) and b == "aggregate") or (
             not isinstance(b, (str, bytes)) and np.ndim(b) > 0)
 
+    def _check_discrete_weights(self):
+        w = self.bandwidth_weights
+        if not (isinstance(w, str) and w == "uniform"):
+            raise ValueError(f"bandwidth_weights={w!r} is for continuous models; a discrete "
+                             "model's collection is aggregated with uniform weights.")
+
     def _geometries(self):
         """The geometries the kernels act in, from ``whiten``."""
         return check_whiten(self.whiten)
 
     def _resolve_kernels(self, X, rng):
-        """``(bandwidth_, kernel_, geometries_, whitening_)`` resolved on ``X``.
+        """``(bandwidth_, kernel_, geometries_, whitening_, bandwidth_weights_)`` on ``X``.
 
         ``kernel_`` is a tuple (one kernel per bandwidth and geometry) for a collection
-        or ``whiten="aggregate"``; ``geometries_`` names the geometry of each kernel.
+        or ``whiten="aggregate"``; ``geometries_`` names the geometry of each kernel;
+        ``bandwidth_weights_`` is None for uniform weights or a single kernel.
         """
         check_positive_int(self.n_bandwidths, "n_bandwidths")
         check_bandwidth_rule(self.bandwidth)
+        rule = _check_bandwidth_weights(self.bandwidth_weights)
         geometries = self._geometries()
         white = whitening(X) if "whitened" in geometries else None
-        hs, kernels, labels = [], [], []
+        hs, kernels, labels, centres = [], [], [], []
         for geometry in geometries:
             Xg = X @ white[0] if geometry == "whitened" else X
             if self._aggregated():
                 h = resolve_bandwidths(Xg, self.bandwidth, self.n_bandwidths, random_state=rng)
             else:
                 h = np.array([resolve_bandwidth(Xg, self.bandwidth, random_state=rng)])
+            if isinstance(rule, str) and rule == "centred":
+                # the grid ends at twice the median heuristic; a given collection (or a
+                # single bandwidth) is centred on the median heuristic of the data
+                med = h[-1] / 2.0 if (isinstance(self.bandwidth, str) and h.size > 1) else \
+                    resolve_bandwidth(Xg, "median", random_state=rng)
+                centres.append(np.full(h.size, med))
             ks = [make_kernel(self.kernel, float(b), self.kernel_params) for b in h]
             if not isinstance(self.bandwidth, str):  # the user's scale: does it see pairs?
                 warn_vanishing_kernels(Xg, ks)
@@ -242,9 +304,20 @@ class KSDTest(SteinTestMixin, BaseEstimator):
             labels += [geometry] * h.size
         h = np.concatenate(hs)
         kernels = tuple(kernels)
+        if isinstance(rule, str) and rule == "uniform":
+            weights = None
+        elif isinstance(rule, str):
+            weights = centred_weights(h, np.concatenate(centres))
+        else:
+            weights = rule
+            if weights.shape != h.shape:
+                raise ValueError(
+                    f"bandwidth_weights must have one value per kernel ({h.size}: "
+                    f"{len(geometries)} geometr{'ies' if len(geometries) > 1 else 'y'} x "
+                    f"{h.size // len(geometries)} bandwidths), got {weights.size}.")
         if len(kernels) == 1 and not self._aggregated():
-            return float(h[0]), kernels[0], tuple(labels), white
-        return h, kernels, tuple(labels), white
+            return float(h[0]), kernels[0], tuple(labels), white, None
+        return h, kernels, tuple(labels), white, weights
 
     def fit(self, X, y=None):
         """Resolve the bandwidth (or the collection of bandwidths) on ``X``.
@@ -261,13 +334,14 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         self
         """
         if _discrete.discrete_operator(self) is not None:
+            self._check_discrete_weights()
             return _discrete.fit(self, X)
         self._check_common_params()
         self._geometries()
         X = self._validate_X(X, reset=True)
         rng = as_generator(self.random_state)
-        self.bandwidth_, self.kernel_, self.geometries_, self.whitening_ = \
-            self._resolve_kernels(X, rng)
+        (self.bandwidth_, self.kernel_, self.geometries_, self.whitening_,
+         self.bandwidth_weights_) = self._resolve_kernels(X, rng)
         return self
 
     def _prepare(self, X, rng):
@@ -281,9 +355,10 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         if is_fitted(self):
             X = self._validate_X(X, reset=False)
             kern, labels, white = self.kernel_, self.geometries_, self.whitening_
+            weights = self.bandwidth_weights_
         else:
             X = check_samples(X)
-            _, kern, labels, white = self._resolve_kernels(X, rng)
+            _, kern, labels, white, weights = self._resolve_kernels(X, rng)
         S = evaluate_score(self.model, X, "model")
         kernels = kern if isinstance(kern, tuple) else (kern,)
         parts = []
@@ -291,7 +366,7 @@ class KSDTest(SteinTestMixin, BaseEstimator):
             ks = tuple(k for k, g in zip(kernels, labels) if g == geometry)
             parts.append((X @ white[0], S @ white[1], ks) if geometry == "whitened"
                          else (X, S, ks))
-        return X, kern, labels, parts
+        return X, kern, labels, parts, weights
 
     def test(self, X):
         """Run the test on ``X``.
@@ -313,10 +388,11 @@ class KSDTest(SteinTestMixin, BaseEstimator):
             ``"whitened"``) of each bandwidth.
         """
         if _discrete.discrete_operator(self) is not None:
+            self._check_discrete_weights()
             return _discrete.test(self, X)
         rng = as_generator(self.random_state)
         bw_rng, boot_rng = rng.spawn(2)
-        X, kern, labels, parts = self._prepare(X, bw_rng)
+        X, kern, labels, parts, weights = self._prepare(X, bw_rng)
         n = X.shape[0]
         V = bootstrap_weights(self.bootstrap, n, self.n_bootstrap, boot_rng, self.statistic)
         sums, nulls = [], []
@@ -354,10 +430,13 @@ class KSDTest(SteinTestMixin, BaseEstimator):
             common["labels"] = labels
         else:
             method += f", aggregated over {len(kernels)} bandwidths)"
-        return aggregated_result(stats, null, method, [k.bandwidth for k in kernels], **common)
+        if weights is not None:
+            method = method[:-1] + ", weighted)"
+        return aggregated_result(stats, null, method, [k.bandwidth for k in kernels],
+                                 weights=weights, **common)
 
     def _all_sums(self, X):
-        _, kern, _, parts = self._prepare(X, as_generator(self.random_state))
+        _, kern, _, parts, _ = self._prepare(X, as_generator(self.random_state))
         return [stein_sums(Xg, Sg, k, max_memory=self.max_memory)
                 for Xg, Sg, ks in parts for k in ks], isinstance(kern, tuple)
 
