@@ -512,6 +512,8 @@ def warn_vanishing_kernels(X, kernels, name="bandwidth", max_points=1000):
 
 #: Fraction of the pairwise distances below the smallest bandwidth of the collection.
 GRID_QUANTILE = 0.01
+#: The largest bandwidth of the collection, as a multiple of the median heuristic.
+GRID_TOP = 2.0
 
 
 def bandwidth_grid(X, n_bandwidths=10, *, max_points=2000, random_state=None):
@@ -549,7 +551,7 @@ def bandwidth_grid(X, n_bandwidths=10, *, max_points=2000, random_state=None):
         return np.array([med])
     pos = d[d > 0]
     lo = min(max(float(np.quantile(pos, GRID_QUANTILE)), MIN_BANDWIDTH), med)
-    return np.geomspace(lo, 2.0 * med, n_bandwidths)
+    return np.geomspace(lo, GRID_TOP * med, n_bandwidths)
 
 
 def whitening(X):
@@ -629,4 +631,4 @@ def bandwidth_factor_grid(U, n_factors=10, *, max_points=1000, random_state=None
             "all samples coincide along every direction, so no bandwidth factor can be "
             "chosen; give explicit bandwidths.")
     c1 = min(float(np.median(low[ok] / med[ok])), 1.0)
-    return np.geomspace(c1, 2.0, n_factors)
+    return np.geomspace(c1, GRID_TOP, n_factors)

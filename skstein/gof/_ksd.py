@@ -21,7 +21,7 @@ from ..discrepancy import (
     stein_sums,
     stein_sums_and_forms,
 )
-from ..kernels import make_kernel, warn_vanishing_kernels, whitening
+from ..kernels import GRID_TOP, make_kernel, warn_vanishing_kernels, whitening
 from . import _discrete
 from ._base import SteinTestMixin, aggregated_result, is_fitted
 
@@ -291,9 +291,9 @@ class KSDTest(SteinTestMixin, BaseEstimator):
             else:
                 h = np.array([resolve_bandwidth(Xg, self.bandwidth, random_state=rng)])
             if isinstance(rule, str) and rule == "centred":
-                # the grid ends at twice the median heuristic; a given collection (or a
-                # single bandwidth) is centred on the median heuristic of the data
-                med = h[-1] / 2.0 if (isinstance(self.bandwidth, str) and h.size > 1) else \
+                # the grid ends at GRID_TOP times the median heuristic; a given collection
+                # (or a single bandwidth) is centred on the median heuristic of the data
+                med = h[-1] / GRID_TOP if (isinstance(self.bandwidth, str) and h.size > 1) else \
                     resolve_bandwidth(Xg, "median", random_state=rng)
                 centres.append(np.full(h.size, med))
             ks = [make_kernel(self.kernel, float(b), self.kernel_params) for b in h]
