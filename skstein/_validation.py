@@ -171,6 +171,26 @@ def check_no_whiten(est):
                          "samples are categories, with no covariance to whiten.")
 
 
+def sklearn_model_hint(model, name="model"):
+    """A sentence for errors about a model that is a scikit-learn estimator, else ``""``.
+
+    The tests and samplers take a model object (a distribution or a callable), not an
+    estimator: :func:`skstein.distributions.from_estimator` turns a fitted density
+    estimator into its model. Taking the estimator itself would break in
+    ``GridSearchCV``: scikit-learn's ``clone`` replaces an estimator given as a
+    parameter by an unfitted copy.
+    """
+    if not any(c.__module__.startswith("sklearn.") for c in type(model).__mro__[:-1]):
+        return ""
+    from .distributions._sklearn import SUPPORTED_ESTIMATORS, SUPPORTED_SCALERS
+    cls = type(model).__name__
+    return (f" {name} is a scikit-learn {cls}: pass the model it fitted, "
+            f"skstein.distributions.from_estimator({name}), which supports fitted "
+            f"{', '.join(SUPPORTED_ESTIMATORS)} and Pipelines of "
+            f"{', '.join(SUPPORTED_SCALERS)} ending in one of them (the estimator itself "
+            "would not survive scikit-learn's clone, which returns an unfitted copy).")
+
+
 def resolve_score(model, name="model"):
     """Return the score function ``X -> grad log p(X)`` of a model.
 
@@ -185,7 +205,7 @@ def resolve_score(model, name="model"):
         return model
     raise TypeError(
         f"{name} must be a distribution with a grad_logpdf(X) method or a callable "
-        f"X -> grad log p(X); got {type(model).__name__}."
+        f"X -> grad log p(X); got {type(model).__name__}." + sklearn_model_hint(model, name)
     )
 
 

@@ -68,7 +68,7 @@ from ._numba import numba_threads
 from ._numba.discrete import BARKER, BOW, DIFFERENCE, ONEHOT
 from ._numba.discrete import discrete_stein_block, discrete_stein_diag
 from ._random import as_generator
-from ._validation import check_choice, check_positive_int
+from ._validation import check_choice, check_positive_int, sklearn_model_hint
 from .discrepancy import DEFAULT_MAX_MEMORY, SteinSums
 from .kernels import GRID_QUANTILE, _positive_median, _subsample, make_kernel
 
@@ -687,7 +687,7 @@ def discrete_ksd(X, model, *, operator=None, kernel="rbf", bandwidth="median",
     check_choice(statistic, "statistic", ("u", "v"))
     if not is_discrete_model(model):
         raise TypeError(f"model must be a discrete model (with n_values) for discrete data; "
-                        f"{type(model).__name__} is continuous.")
+                        f"{type(model).__name__} is continuous." + sklearn_model_hint(model))
     operator = resolve_operator(model, operator)
     bw_rng, score_rng = as_generator(random_state).spawn(2)
     X, nvals, kern = prepare_discrete(X, model, kernel, bandwidth, kernel_params, bw_rng)

@@ -22,7 +22,7 @@ import numpy as np
 from ._numba.samplers import hmc_accept, mala_accept, sghmc_update, sghmc_update_parallel
 from ._progress import check_verbose, progress_bar
 from ._random import as_generator
-from ._validation import check_positive_float, check_positive_int
+from ._validation import check_positive_float, check_positive_int, sklearn_model_hint
 
 __all__ = ["MALA", "HMC", "SGHMC", "initial_state"]
 
@@ -249,7 +249,8 @@ def _gradient_of(target):
         return lambda Z: np.asarray(grad(Z), dtype=np.float64)
     if not callable(target):
         raise TypeError("target must be a callable Z -> (log density, gradient) or a "
-                        f"distribution with grad_logpdf; got {type(target).__name__}.")
+                        f"distribution with grad_logpdf; got {type(target).__name__}."
+                        + sklearn_model_hint(target, "target"))
     return lambda Z: _evaluate(target, Z)[1]
 
 

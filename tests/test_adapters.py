@@ -154,3 +154,35 @@ def test_unsupported_estimators(data):
         from_estimator(GaussianMixture(2))
     with pytest.raises(TypeError):
         from_estimator("gmm")
+
+
+def test_an_estimator_given_as_a_model_points_to_from_estimator(data):
+    from sklearn.decomposition import LatentDirichletAllocation
+
+    from skstein import KSDTest, MaxSKSDTest, MMDGOFTest, RelativeMMDTest, SVGD
+    from skstein.samplers import SGHMC
+
+    gmm = GaussianMixture(2, random_state=0).fit(data)
+    hint = r"scikit-learn GaussianMixture: pass the model it fitted.*from_estimator\({}\)"
+    for call, name in [(lambda: KSDTest(gmm).test(data), "model"),
+                       (lambda: MaxSKSDTest(gmm).test(data), "model"),
+                       (lambda: MMDGOFTest(gmm).test(data), "model"),
+                       (lambda: RelativeKSDTest(gmm, gmm).test(data), "model_p"),
+                       (lambda: RelativeKSDTest(gmm, gmm, discrepancy="maxsksd").test(data),
+                        "model_p"),
+                       (lambda: RelativeMMDTest(gmm, gmm).test(data), "model_p"),
+                       (lambda: SVGD(gmm).fit(data[:20]), "target"),
+                       (lambda: SGHMC(0.01, 1.0).sample(gmm, data[:20], 2), "target")]:
+        with pytest.raises(TypeError, match=hint.format(name)):
+            call()
+    # the relative KSD names the exact score first, not the latent-variable protocol
+    with pytest.raises(TypeError, match="grad_logpdf"):
+        RelativeKSDTest(from_estimator(gmm), gmm).test(data)
+    counts = np.random.default_rng(0).integers(0, 3, size=(30, 8))
+    lda = LatentDirichletAllocation(2, random_state=0).fit(counts)
+    with pytest.raises(TypeError, match="LatentDirichletAllocation: pass"):
+        KSDTest(lda).test(counts)
+    # a model object is not an estimator: no hint for it
+    with pytest.raises(TypeError) as err:
+        KSDTest(object()).test(data)
+    assert "scikit-learn" not in str(err.value)

@@ -23,7 +23,7 @@ from sklearn.base import BaseEstimator
 from .._bootstrap import bootstrap_pvalue, bootstrap_threshold
 from .._random import as_generator
 from .._result import GOFTestResult
-from .._validation import check_positive_int, check_samples
+from .._validation import check_positive_int, check_samples, sklearn_model_hint
 from ..discrepancy import resolve_bandwidth
 from ..kernels import RBF, inverse_square
 from ._base import BaselineTestMixin, is_fitted
@@ -168,7 +168,7 @@ class MMDGOFTest(BaselineTestMixin, BaseEstimator):
         if not callable(getattr(self.model, "rvs", None)) and not _is_sample_array(self.model):
             raise TypeError(
                 "model must be a distribution with rvs(n, random_state) or a 2-D array of its "
-                f"samples; got {type(self.model).__name__}.")
+                f"samples; got {type(self.model).__name__}." + sklearn_model_hint(self.model))
         self._check_baseline_params(self.n_permutations, "n_permutations", needs_score=False)
         if self.n_model_samples is not None:
             check_positive_int(self.n_model_samples, "n_model_samples", minimum=2)

@@ -15,6 +15,7 @@ from .._validation import (
     check_samples,
     check_whiten,
     resolve_score,
+    sklearn_model_hint,
 )
 from ..directions import _from_whitened, search_directions
 from ..discrepancy import (
@@ -395,8 +396,9 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
                              "comparison takes 'aggregate', 'median' or a float.")
         for name in ("model_p", "model_q"):
             model = getattr(self, name)
-            if self.model_score == "exact" or (self.model_score == "auto"
-                                               and has_exact_score(model)):
+            # a scikit-learn estimator gets the exact-score message (from_estimator)
+            if self.model_score == "exact" or sklearn_model_hint(model) or (
+                    self.model_score == "auto" and has_exact_score(model)):
                 resolve_score(model, name)
             else:
                 check_latent_model(model, name)

@@ -4,7 +4,8 @@ import inspect
 
 import numpy as np
 
-from .._validation import check_positive_int, evaluate_score, warn_heavy_tails
+from .._validation import (check_positive_int, evaluate_score, sklearn_model_hint,
+                           warn_heavy_tails)
 
 __all__ = ["MODEL_SCORES", "latent_score", "check_latent_model", "has_exact_score",
            "evaluate_model_score"]
@@ -89,7 +90,7 @@ def check_latent_model(model, name="model"):
         raise TypeError(
             f"{name} must be a latent-variable model with grad_logpdf_conditional(X, Z) and "
             f"sample_posterior(X, n_samples, random_state) to use posterior scores; "
-            f"{type(model).__name__} lacks {', '.join(missing)}."
+            f"{type(model).__name__} lacks {', '.join(missing)}." + sklearn_model_hint(model, name)
         )
 
 

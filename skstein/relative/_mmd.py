@@ -6,7 +6,8 @@ from sklearn.base import BaseEstimator
 from .._estimator import is_fitted
 from .._random import as_generator
 from .._result import RelativeTestResult
-from .._validation import check_alpha, check_positive_int, check_samples
+from .._validation import (check_alpha, check_positive_int, check_samples,
+                           sklearn_model_hint)
 from ..discrepancy import resolve_bandwidth
 from ..kernels import RBF
 from ._base import RelativeMixin
@@ -95,7 +96,7 @@ class RelativeMMDTest(RelativeMixin, BaseEstimator):
             if not callable(getattr(model, "rvs", None)) and not _is_sample_array(model):
                 raise TypeError(
                     f"{name} must be a distribution with rvs(n, random_state) or a 2-D array of "
-                    f"its samples; got {type(model).__name__}."
+                    f"its samples; got {type(model).__name__}." + sklearn_model_hint(model, name)
                 )
 
     def fit(self, X, y=None):
