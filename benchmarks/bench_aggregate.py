@@ -31,7 +31,7 @@ import numpy as np
 
 from _util import median_time
 from skstein import KSDTest
-from skstein._bootstrap import FORM_BLOCK, FORM_DTYPE
+from skstein._bootstrap import FORM_DTYPE, STACKED_FORM_BLOCK
 from skstein.distributions import Gaussian
 
 
@@ -111,7 +111,7 @@ def main():
     # the floor: L kernels x 1000 draws x N(N-1)/2 multiply-adds of the off-diagonal
     # forms, at the rate of one single-precision BLAS product of the stacked shape
     L, n, draws = len(agg.bandwidth_), args.n, 1000
-    A = np.ones((L * FORM_BLOCK, n), dtype=FORM_DTYPE)
+    A = np.ones((L * STACKED_FORM_BLOCK, n), dtype=FORM_DTYPE)
     W = np.ones((n, draws), dtype=FORM_DTYPE)
     t_mm, _ = median_time(lambda: A @ W, args.repeat, warmup=1)
     rate = 2.0 * A.shape[0] * n * draws / t_mm

@@ -117,21 +117,27 @@ def bootstrap_null(upper, method, n_draws, rng, *, statistic="u", diag=None, n=N
     return out
 
 
-#: Rows of the Stein matrix per BLAS product in the quadratic forms. A block of rows
-#: ``a:b`` multiplies the weights of columns ``a:``, so the part of its diagonal square
-#: below the diagonal (zeros) is wasted: ``N * FORM_BLOCK / 2`` of the ``N^2 / 2``
-#: products, 26% at N = 1000 with 256 rows and 6% with 64. The aggregated test's
-#: stacked product (10 kernels x 64 rows) still runs at the machine's ``sgemm`` rate;
-#: ``benchmarks/bench_aggregate.py`` measured it 1.3 times faster than with 256 rows at
-#: N = 1000, D = 100 (and 1.0 to 1.15 times from N = 200 to 5000), the single test
-#: unchanged. Also faster than a triangular ``trmm`` over the whole matrix.
-FORM_BLOCK = 64
+#: Rows of an upper triangle per BLAS product in :func:`bootstrap_forms` (the weights
+#: of those rows times the rows; wide enough for an efficient ``gemm``, measured
+#: faster than a triangular ``trmm`` over the whole matrix at N = 1000).
+FORM_BLOCK = 256
+
+#: Rows of the Stein matrices per block in
+#: :func:`skstein.discrepancy.stein_sums_and_forms` (the KSD tests' engine). A block of
+#: rows ``a:b`` of every kernel, stacked, multiplies the weights of columns ``a:``, so
+#: the part of its diagonal square below the diagonal (zeros) is wasted:
+#: ``N * STACKED_FORM_BLOCK / 2`` of the ``N^2 / 2`` products, 26% at N = 1000 with
+#: 256 rows and 6% with 64. The stacked product (10 kernels x 64 rows against the
+#: weights) still runs at the machine's ``sgemm`` rate; the aggregated test ran 1.15
+#: to 1.3 times faster with 64 rows than with 256 at N = 1000 (1.0 to 1.15 times from
+#: N = 200 to 5000), the single-bandwidth test unchanged.
+STACKED_FORM_BLOCK = 64
 
 #: Precision of the weight-times-kernel products inside the forms of
 #: :func:`skstein.discrepancy.stein_sums_and_forms` (the KSD tests' engine). A block
-#: of ``FORM_BLOCK`` rows of the Stein matrices times the weights is one single-
+#: of ``STACKED_FORM_BLOCK`` rows of the Stein matrices times the weights is one single-
 #: precision BLAS product (BLAS sums its terms in blocks), its dot with the weights
-#: sums at most ``FORM_BLOCK`` terms in single precision, and the blocks are
+#: sums at most ``STACKED_FORM_BLOCK`` terms in single precision, and the blocks are
 #: accumulated in double. Measured at N = 5000 (10 bandwidths, RBF and IMQ), a form
 #: errs by at most 1.4e-9 of the sum of its absolute terms and 2e-6 of the null's
 #: standard deviation; the tests bound the error by 2^-20 of the sum. The statistics

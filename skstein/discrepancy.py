@@ -26,7 +26,7 @@ from ._numba.sliced import IMQ as _SLICED_IMQ
 from ._numba.sliced import RBF as _SLICED_RBF
 from ._numba.learning import sliced_grad_upper
 from ._numba.sliced import shared_direction_rows, sliced_stein_rows, sliced_stein_upper
-from ._bootstrap import FORM_BLOCK, FORM_DTYPE, block_forms, bootstrap_forms
+from ._bootstrap import FORM_DTYPE, STACKED_FORM_BLOCK, block_forms, bootstrap_forms
 from ._numba.bootstrap import scaled_single
 from ._numba.stein import kernel_params, stein_block_inplace, stein_upper_multi
 from ._validation import check_choice, check_samples, evaluate_score
@@ -238,8 +238,9 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     rowsums = np.zeros((L, n))
     totals = np.zeros(L)
     # G, SS, C and the L kernel blocks in double, and their single-precision copies
-    rows = min(FORM_BLOCK, _block_rows(n, n, max_memory,
-                                       n_arrays=3 + L + (0 if V is None else (L + 1) // 2)))
+    rows = min(STACKED_FORM_BLOCK,
+               _block_rows(n, n, max_memory,
+                           n_arrays=3 + L + (0 if V is None else (L + 1) // 2)))
     for a in range(0, n, rows):
         b = min(n, a + rows)
         Xa, Sa, Xt, St = Xc[a:b], S[a:b], Xc[a:], S[a:]
@@ -265,7 +266,8 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
                 e = min(M, c + width)
                 P = (Hf @ VT[a:, c:e]).reshape(L, b - a, e - c)
                 # the dot with the same draws' weights on rows a:b (single precision
-                # over at most FORM_BLOCK rows, accumulated in double across blocks)
+                # over at most STACKED_FORM_BLOCK rows, accumulated in double across
+                # blocks)
                 forms[c:e] += (2.0 / scale) * np.einsum("lim,im->ml", P, VT[a:b, c:e])
     sums = [SteinSums(n, float(totals[li]), diags[li], rowsums[li], None) for li in range(L)]
     return sums, forms
