@@ -180,7 +180,11 @@ def sklearn_model_hint(model, name="model"):
     ``GridSearchCV``: scikit-learn's ``clone`` replaces an estimator given as a
     parameter by an unfitted copy.
     """
-    if not any(c.__module__.startswith("sklearn.") for c in type(model).__mro__[:-1]):
+    # a class of scikit-learn's own, not one of its bases and mixins (which skstein's
+    # estimators share)
+    if not any(c.__module__.startswith("sklearn.")
+               and not c.__module__.startswith(("sklearn.base", "sklearn.utils"))
+               for c in type(model).__mro__):
         return ""
     from .distributions._sklearn import SUPPORTED_ESTIMATORS, SUPPORTED_SCALERS
     cls = type(model).__name__

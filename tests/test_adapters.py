@@ -182,7 +182,9 @@ def test_an_estimator_given_as_a_model_points_to_from_estimator(data):
     lda = LatentDirichletAllocation(2, random_state=0).fit(counts)
     with pytest.raises(TypeError, match="LatentDirichletAllocation: pass"):
         KSDTest(lda).test(counts)
-    # a model object is not an estimator: no hint for it
-    with pytest.raises(TypeError) as err:
-        KSDTest(object()).test(data)
-    assert "scikit-learn" not in str(err.value)
+    # neither an arbitrary object nor one of skstein's own estimators (which derive
+    # from scikit-learn's BaseEstimator) gets the hint
+    for wrong in (object(), KSDTest(from_estimator(gmm))):
+        with pytest.raises(TypeError) as err:
+            KSDTest(wrong).test(data)
+        assert "scikit-learn" not in str(err.value)
