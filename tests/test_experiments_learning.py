@@ -125,6 +125,38 @@ def test_kl_of_a_gaussian_fit():
     assert sghmc_stepsize.kl_gaussian_fit(X2, cov) == pytest.approx(0.5 * P[0, 0], rel=0.02)
 
 
+def test_exact_law_of_the_kept_states_matches_simulated_chains():
+    # 4000 chains, states kept at steps 60 and 80: the recursion's moments against
+    # the sampler's (mean within 4.5 standard errors, covariance entries within 4.5
+    # of their standard errors: 2 x 15 + 2 x 120 comparisons)
+    from skstein.samplers import SGHMC
+
+    key, eps, n = (3, 1), 0.1, 4000
+    cfg = dict(n_chains=n, burn_in=40, thin=20, n_samples=2 * n)
+    law = sghmc_stepsize.kept_state_law(key, eps, cfg)
+    target, cov = sghmc_stepsize.make_target(key)
+    rng = np.random.default_rng(0)
+    Z0 = sghmc_stepsize.START + rng.standard_normal((n, sghmc_stepsize.DIM))
+    sampler = SGHMC(eps, sghmc_stepsize.FRICTION,
+                    gradient_noise=sghmc_stepsize.GRADIENT_NOISE)
+    states = list(sampler.iterate(target, Z0, 80, random_state=1))
+    assert len(law) == 2
+    for (mean, S), Z in zip(law, (states[59], states[79])):
+        sd = np.sqrt(np.diag(S))
+        assert np.all(np.abs(Z.mean(axis=0) - mean) < 4.5 * sd / np.sqrt(n))
+        se = np.sqrt((np.outer(sd**2, sd**2) + S**2) / n)
+        assert np.all(np.abs(np.cov(Z.T) - S) < 4.5 * se)
+    # the exact KL is that of the Gaussian fitted to a large sample of the mixture
+    # (the step is large, so that the recursion's order of updates shows in the
+    # moments; the chains are heated far from the target: KL about 24, whose estimate
+    # from 200000 points errs by about 0.03)
+    X = np.concatenate([rng.multivariate_normal(m, S, size=100000) for m, S in law])
+    assert sghmc_stepsize.exact_kl(key, eps, cfg) == pytest.approx(
+        sghmc_stepsize.kl_gaussian_fit(X, cov), rel=3e-3)
+    # at the FULL protocol's end of burn-in the chains are close to it
+    assert sghmc_stepsize.exact_kl(key, 0.004) < 0.5
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["ica", "sghmc-stepsize"])
 def test_reproduce_writes_csv_and_plot(tmp_path, name):
