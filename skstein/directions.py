@@ -70,7 +70,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ._numba import blas_threads
+from ._threads import blas_threads
 from ._random import as_generator
 from ._validation import (
     check_bool,

@@ -21,13 +21,14 @@ from scipy.linalg import blas
 
 from sklearn.utils.validation import check_array
 
-from ._numba import numba_threads
+from ._threads import numba_threads
 from ._numba.sliced import IMQ as _SLICED_IMQ
 from ._numba.sliced import RBF as _SLICED_RBF
 from ._numba.learning import sliced_grad_upper
 from ._numba.sliced import shared_direction_rows, sliced_stein_rows, sliced_stein_upper
 from ._bootstrap import FORM_DTYPE, STACKED_FORM_BLOCK, block_forms, bootstrap_forms
 from ._numba.bootstrap import scaled_single
+from ._numba.features import stein_pairs
 from ._numba.stein import kernel_params, stein_block_inplace, stein_upper_multi
 from ._validation import check_choice, check_samples, evaluate_score
 from .kernels import (
@@ -44,7 +45,7 @@ from .kernels import (
 __all__ = ["ksd", "stein_matrix", "ksd_power_criterion", "resolve_bandwidth", "DEFAULT_MAX_MEMORY",
            "max_sksd", "sliced_stein_sums", "sliced_value_and_grad", "resolve_sliced_bandwidth",
            "stein_sums_and_forms", "sliced_sums_and_forms", "resolve_bandwidths",
-           "resolve_sliced_bandwidths", "is_collection", "check_stein_finite"]
+           "resolve_sliced_bandwidths", "is_collection", "check_stein_finite", "paired_stein_terms"]
 
 
 def check_stein_finite(*values):
@@ -59,6 +60,21 @@ def check_stein_finite(*values):
             "the Stein kernel is not finite on X: the values of X, the scores of the "
             "model or the kernel's scale 1/bandwidth**2 overflow float64; rescale X or "
             "choose another bandwidth.")
+
+
+def paired_stein_terms(X, Y, SX, SY, kernel):
+    r"""The Stein kernel of matched rows, :math:`h_p(x_i, y_i)` for ``i < len(X)``.
+
+    ``X``, ``Y`` and their scores ``SX``, ``SY`` are validated float64 arrays of one
+    shape; ``O(nD)`` time, one value per row (the linear-time statistics' terms).
+    Non-finite values raise (:func:`check_stein_finite`).
+    """
+    code, p0, p1 = kernel_params(kernel)
+    out = np.empty(X.shape[0])
+    with numba_threads(1) if X.shape[0] * X.shape[1] < 2**16 else nullcontext():
+        stein_pairs(code, p0, p1, X, Y, SX, SY, out)
+    check_stein_finite(out)
+    return out
 
 
 #: Default memory budget (bytes) for the temporaries of one Stein-kernel pass.

@@ -64,7 +64,8 @@ import numpy as np
 from scipy import sparse
 from scipy.spatial.distance import cdist, pdist
 
-from ._numba import numba_threads
+from ._validation import check_discrete_samples
+from ._threads import numba_threads
 from ._numba.discrete import BARKER, BOW, DIFFERENCE, ONEHOT
 from ._numba.discrete import discrete_stein_block, discrete_stein_diag
 from ._random import as_generator
@@ -138,86 +139,6 @@ def model_n_values(model, d, name="model"):
     if np.any(nv < 2):
         raise ValueError(f"{name}.n_values must be at least 2 for every coordinate, got {nv}.")
     return nv
-
-
-def check_discrete_samples(X, n_values=None, name="X", min_samples=2):
-    """Validate discrete samples: a 2-D array of integers in ``[0, n_values[j])``.
-
-    Integer and boolean arrays are accepted, float arrays whose values are whole
-    numbers, and object arrays of such numbers. Raises a ValueError (or TypeError for a
-    non-numeric array) that names ``name`` and says what was wrong.
-
-    Parameters
-    ----------
-    X : array-like of shape (n, d)
-        The samples.
-    n_values : ndarray of int of shape (d,) or None, default=None
-        Domain size of each coordinate; ``None`` checks only that the values are
-        non-negative integers.
-    name : str, default="X"
-        Name used in error messages.
-    min_samples : int, default=2
-        Fewest rows accepted.
-
-    Returns
-    -------
-    ndarray of int64 of shape (n, d)
-        C-contiguous.
-    """
-    if X is None:
-        raise TypeError(f"{name} must be an array of integers, got None.")
-    if sparse.issparse(X):
-        raise TypeError(f"{name} must be a dense array of integers (value ids), got a sparse "
-                        "matrix; use one row of value ids per sample.")
-    try:
-        A = np.asarray(X)
-    except ValueError as exc:
-        raise ValueError(f"{name} must be a 2-D array (n_samples, n_features) of integers: "
-                         f"{exc}") from exc
-    if A.dtype == object:
-        try:
-            A = A.astype(np.float64)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{name} must hold integers (discrete values); an entry of the "
-                            f"object array is not a number: {exc}") from exc
-    if A.dtype == bool:
-        A = A.astype(np.int64)
-    if np.iscomplexobj(A):
-        raise ValueError(f"Complex data not supported: {name} has dtype {A.dtype}; discrete "
-                         "data are integers.")
-    if not (np.issubdtype(A.dtype, np.integer) or np.issubdtype(A.dtype, np.floating)):
-        raise TypeError(f"{name} must hold integers (discrete values), got dtype {A.dtype}.")
-    if A.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array (n_samples, n_features) of integers, got "
-                         f"shape {A.shape}.")
-    if A.shape[1] < 1:
-        raise ValueError(f"{name} has 0 feature(s) (shape={A.shape}) while a minimum of 1 is "
-                         "required.")
-    if A.shape[0] < min_samples:
-        raise ValueError(f"{name} has {A.shape[0]} samples; at least {min_samples} are needed.")
-    if np.issubdtype(A.dtype, np.floating):
-        if not np.all(np.isfinite(A)):
-            raise ValueError(f"{name} contains NaN or infinity; discrete data must be integers.")
-        bad = A != np.round(A)
-        if np.any(bad):
-            i, j = np.argwhere(bad)[0]
-            raise ValueError(f"{name} must hold integers (discrete values); {name}[{i}, {j}] = "
-                             f"{float(A[i, j])!r} is not a whole number.")
-        if np.any(np.abs(A) > np.iinfo(np.int64).max):
-            raise ValueError(f"{name} holds values too large for value ids (int64).")
-    A = np.ascontiguousarray(A, dtype=np.int64)
-    if np.any(A < 0):
-        i, j = np.argwhere(A < 0)[0]
-        raise ValueError(f"Negative values in data passed to {name}: {name}[{i}, {j}] = "
-                         f"{A[i, j]} is negative; discrete data are value ids in "
-                         "{0, ..., L-1}.")
-    if n_values is not None:
-        over = A >= n_values[None, :]
-        if np.any(over):
-            i, j = np.argwhere(over)[0]
-            raise ValueError(f"{name}[{i}, {j}] = {A[i, j]} is outside {{0, ..., "
-                             f"{n_values[j] - 1}}}, the values of coordinate {j} of the model.")
-    return A
 
 
 def bag_of_words(X, n_values):

@@ -81,7 +81,7 @@ import numpy as np
 from scipy.linalg import blas
 from scipy.special import gammaln
 
-from ._numba import numba_threads
+from ._threads import numba_threads
 from ._numba.features import (
     fourier_feature_rows,
     fssd_feature_adjoint,

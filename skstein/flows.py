@@ -9,7 +9,7 @@ from contextlib import nullcontext
 import numba
 import numpy as np
 
-from ._numba import numba_threads
+from ._threads import numba_threads
 from ._numba.sliced import median_abs_diff_columns
 from ._numba.stein import kernel_params as _kernel_code
 from ._numba.svgd import sliced_svgd_terms, sliced_svgd_terms_symmetric, svgd_kernel_matrices

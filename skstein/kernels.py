@@ -36,7 +36,7 @@ from contextlib import nullcontext
 import numpy as np
 from sklearn.utils.validation import check_array
 
-from ._numba import numba_threads
+from ._threads import numba_threads
 from ._numba.distances import condensed_distances
 from ._numba.sliced import median_abs_diff_columns, quantile_abs_diff_columns
 from ._numba.stein import MIN_BANDWIDTH as _MIN_BANDWIDTH

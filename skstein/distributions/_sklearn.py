@@ -3,6 +3,8 @@
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from .._validation import SUPPORTED_ESTIMATORS, SUPPORTED_SCALERS
+
 from .discrete import BinaryRBM
 from .gaussian import Gaussian
 from .lda import LDA
@@ -11,9 +13,6 @@ from .ppca import PPCA
 
 __all__ = ["from_estimator", "SUPPORTED_ESTIMATORS", "SUPPORTED_SCALERS"]
 
-SUPPORTED_ESTIMATORS = ("GaussianMixture", "BayesianGaussianMixture", "KernelDensity", "PCA",
-                        "FactorAnalysis", "BernoulliRBM", "LatentDirichletAllocation")
-SUPPORTED_SCALERS = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler")
 
 
 def from_estimator(estimator):

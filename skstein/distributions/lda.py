@@ -5,7 +5,7 @@ import numpy as np
 from .._numba.lda import lda_gibbs_tasks
 from .._random import as_generator
 from .._validation import check_choice, check_positive_int
-from ..discrete import check_discrete_samples
+from .._validation import check_discrete_samples
 from ._base import check_n
 
 __all__ = ["LDA"]

@@ -22,7 +22,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone
 
-from .._numba import numba_threads
+from .._threads import numba_threads
 from .._progress import check_verbose, progress_bar
 from .._random import as_generator, spawn_seeds
 from .._validation import check_positive_int

@@ -100,7 +100,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .._numba import numba_threads
+from .._threads import numba_threads
 from .._validation import check_bool
 from ..directions import _Adam
 from ..distributions import ICA

@@ -7,7 +7,7 @@ from scipy.optimize import minimize
 from sklearn.base import BaseEstimator
 
 from .._bootstrap import bootstrap_pvalue, bootstrap_threshold
-from .._numba import blas_threads
+from .._threads import blas_threads
 from .._random import as_generator
 from .._result import GOFTestResult
 from .._validation import (

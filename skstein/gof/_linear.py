@@ -16,19 +16,14 @@ normal, and the test rejects for large :math:`z` (one-sided, p-value
 standard deviation: the same under H0, a smaller :math:`z` under H1.
 """
 
-from contextlib import nullcontext
-
 import numpy as np
 from scipy.stats import norm
 from sklearn.base import BaseEstimator
 
-from .._numba import numba_threads
-from .._numba.features import stein_pairs
-from .._numba.stein import kernel_params as _kernel_code
 from .._random import as_generator
 from .._result import GOFTestResult
 from .._validation import check_choice, check_samples, evaluate_score
-from ..discrepancy import check_stein_finite, resolve_bandwidth
+from ..discrepancy import paired_stein_terms, resolve_bandwidth
 from ..kernels import KERNELS, make_kernel
 from ._base import BaselineTestMixin, is_fitted
 
@@ -39,12 +34,7 @@ def linear_stein_terms(X, S, kernel):
     r"""The :math:`m = \lfloor n/2 \rfloor` terms :math:`h_p(x_i, x_{i+m})` of validated
     ``X`` with scores ``S`` (``O(nD)`` time, ``O(n)`` extra memory)."""
     m = X.shape[0] // 2
-    code, p0, p1 = _kernel_code(kernel)
-    out = np.empty(m)
-    with numba_threads(1) if m * X.shape[1] < 2**16 else nullcontext():
-        stein_pairs(code, p0, p1, X[:m], X[m:2 * m], S[:m], S[m:2 * m], out)
-    check_stein_finite(out)
-    return out
+    return paired_stein_terms(X[:m], X[m:2 * m], S[:m], S[m:2 * m], kernel)
 
 
 def linear_ksd(X, model, *, kernel="rbf", bandwidth="median", kernel_params=None,
