@@ -59,12 +59,21 @@ def demo(*, quick=False, out_dir="skstein_results", random_state=0, stream=None)
         return rows
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "demo.png")
-    fig, axes = plt.subplots(2, len(CASES), figsize=(3.2 * len(CASES), 5.2))
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = plt.subplots(2, len(CASES), figsize=(3.2 * len(CASES), 5.6))
     for ax, (case, kernel, res) in zip(axes.T.ravel(), results):
         ax.hist(res.null_distribution, bins=40, color="0.75", label="bootstrap null")
         ax.axvline(res.statistic, color="C3", label="statistic")
         ax.set_title(f"{case}, KSD-{kernel}\np = {res.pvalue:.3g}", fontsize="small")
+        # The statistics are of order 1e-3 to 1e-2: a few ticks, with the power of ten
+        # written once at the end of the axis, keep the labels apart at this size.
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
+        ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 0))
+        ax.xaxis.get_offset_text().set_fontsize("x-small")
         ax.tick_params(labelsize="x-small")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("bootstrap draws", fontsize="small")
     axes[0, 0].legend(fontsize="x-small")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
