@@ -8,20 +8,24 @@ members are ``logpdf(X)`` (unnormalised is fine), ``rvs(n, random_state)`` and
 
 import numpy as np
 
+from .._random import as_generator
+
 __all__ = ["Distribution"]
 
 
 class Distribution:
     """Base class of skstein's distributions.
 
-    Subclasses implement ``grad_logpdf`` and, where they can, ``logpdf`` and
-    ``rvs``; they set ``dim``.
+    Subclasses set ``dim`` and implement ``_grad_logpdf`` and, where they can,
+    ``_logpdf`` and ``_rvs``: the public ``grad_logpdf``, ``logpdf`` and ``rvs``
+    validate their arguments and call them. (A subclass may also override a public
+    method directly.)
     """
 
     dim = None
 
     def grad_logpdf(self, X):
-        """Score ``grad_x log p(x)`` at each row of ``X``.
+        r"""Score :math:`\nabla_x \log p(x)` at each row of ``X``.
 
         Parameters
         ----------
@@ -31,11 +35,15 @@ class Distribution:
         Returns
         -------
         ndarray of shape (n, dim)
+            The score :math:`\nabla_x \log p(x)` at each row.
         """
-        raise NotImplementedError
+        return self._grad_logpdf(self._check_X(X))
 
     def logpdf(self, X):
-        """Log density (possibly up to an additive constant) at each row of ``X``.
+        """Log density at each row of ``X``.
+
+        Normalised where the model's normaliser is known (each model's class
+        docstring says), otherwise up to an additive constant.
 
         Parameters
         ----------
@@ -46,7 +54,7 @@ class Distribution:
         -------
         ndarray of shape (n,)
         """
-        raise NotImplementedError(f"{type(self).__name__} has no logpdf.")
+        return self._logpdf(self._check_X(X))
 
     def rvs(self, n, random_state=None):
         """Draw ``n`` samples.
@@ -62,6 +70,20 @@ class Distribution:
         -------
         ndarray of shape (n, dim)
         """
+        return self._rvs(check_n(n), as_generator(random_state))
+
+    # The public methods above validate their arguments once; subclasses implement
+    # the computations below on validated arguments.
+    def _grad_logpdf(self, X):
+        """The score at the rows of a validated float64 array ``X`` of shape (n, dim)."""
+        raise NotImplementedError
+
+    def _logpdf(self, X):
+        """The log density at the rows of a validated float64 array ``X`` of shape (n, dim)."""
+        raise NotImplementedError(f"{type(self).__name__} has no logpdf.")
+
+    def _rvs(self, n, rng):
+        """``n`` draws (``n`` a checked positive int) from the generator ``rng``."""
         raise NotImplementedError(f"{type(self).__name__} has no sampler.")
 
     def __call__(self, X):

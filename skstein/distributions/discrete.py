@@ -18,8 +18,10 @@ __all__ = ["DiscreteDistribution", "Categorical", "BinaryRBM"]
 class DiscreteDistribution:
     """Base class of skstein's discrete models.
 
-    Subclasses set ``dim`` and ``n_values`` and implement ``log_ratio``; ``logpmf``
-    (unnormalised is fine) and ``rvs`` where they can.
+    Subclasses set ``dim`` and ``n_values`` and implement ``_log_ratio``; ``_logpmf``
+    (unnormalised is fine) and ``_rvs`` where they can: the public ``log_ratio``,
+    ``logpmf`` and ``rvs`` validate their arguments and call them. (A subclass may
+    also override a public method directly.)
     """
 
     dim = None
@@ -42,7 +44,7 @@ class DiscreteDistribution:
         ndarray of shape (n, dim)
             Entry ``(i, j)`` is :math:`\\log p(x_i + s e_j) - \\log p(x_i)`.
         """
-        raise NotImplementedError
+        return self._log_ratio(self._check_X(X), self._check_shift(shift))
 
     def logpmf(self, X):
         """Log probability (possibly up to an additive constant) of each row of ``X``.
@@ -56,7 +58,7 @@ class DiscreteDistribution:
         -------
         ndarray of shape (n,)
         """
-        raise NotImplementedError(f"{type(self).__name__} has no logpmf.")
+        return self._logpmf(self._check_X(X))
 
     def rvs(self, n, random_state=None):
         """Draw ``n`` samples.
@@ -72,6 +74,20 @@ class DiscreteDistribution:
         -------
         ndarray of int64 of shape (n, dim)
         """
+        return self._rvs(check_n(n), as_generator(random_state))
+
+    # The public methods above validate their arguments once; subclasses implement
+    # the computations below on validated arguments.
+    def _log_ratio(self, X, shift):
+        """The log ratios at a validated int64 array ``X`` for a checked ``shift`` (+1 or -1)."""
+        raise NotImplementedError
+
+    def _logpmf(self, X):
+        """The log probabilities of the rows of a validated int64 array ``X``."""
+        raise NotImplementedError(f"{type(self).__name__} has no logpmf.")
+
+    def _rvs(self, n, rng):
+        """``n`` draws (``n`` a checked positive int) from the generator ``rng``."""
         raise NotImplementedError(f"{type(self).__name__} has no sampler.")
 
     def _check_X(self, X):
@@ -142,59 +158,18 @@ class Categorical(DiscreteDistribution):
             self._logp = np.log(P)
         self._cum = np.cumsum(P, axis=1)
 
-    def log_ratio(self, X, shift):
-        """``log p(x + shift e_j) - log p(x)`` for each row and coordinate.
-
-        Parameters
-        ----------
-        X : array-like of int of shape (n, dim)
-            Points of :math:`\\{0, \\dots, L-1\\}^D`, one per row.
-        shift : {1, -1}
-            Direction of the cyclic move of each coordinate.
-
-        Returns
-        -------
-        ndarray of shape (n, dim)
-            Entry ``(i, j)`` is :math:`\\log p(x_i + s e_j) - \\log p(x_i)`.
-        """
-        X = self._check_X(X)
-        shift = self._check_shift(shift)
+    def _log_ratio(self, X, shift):
         cols = np.arange(self.dim)[None, :]
         Xs = (X + shift) % self.n_values
         with np.errstate(invalid="ignore"):
             return self._logp[cols, Xs] - self._logp[cols, X]
 
-    def logpmf(self, X):
-        """Normalised log probability of each row of ``X``.
-
-        Parameters
-        ----------
-        X : array-like of int of shape (n, dim)
-            Points of :math:`\\{0, \\dots, L-1\\}^D`, one per row.
-
-        Returns
-        -------
-        ndarray of shape (n,)
-        """
-        X = self._check_X(X)
+    def _logpmf(self, X):
         return self._logp[np.arange(self.dim)[None, :], X].sum(axis=1)
 
-    def rvs(self, n, random_state=None):
-        """Draw ``n`` samples by inversion of each coordinate's distribution function.
-
-        Parameters
-        ----------
-        n : int
-            Number of samples.
-        random_state : None, int or numpy.random.Generator, default=None
-            Seed or generator of the draws.
-
-        Returns
-        -------
-        ndarray of int64 of shape (n, dim)
-        """
-        n = check_n(n)
-        U = as_generator(random_state).random((n, self.dim))
+    def _rvs(self, n, rng):
+        # inversion of each coordinate's distribution function
+        U = rng.random((n, self.dim))
         X = np.empty((n, self.dim), dtype=np.int64)
         for j in range(self.dim):
             X[:, j] = np.searchsorted(self._cum[j], U[:, j], side="right")
@@ -261,40 +236,17 @@ class BinaryRBM(DiscreteDistribution):
         self.dim = W.shape[1]
         self.burn_in = check_positive_int(burn_in, "burn_in", minimum=0)
 
-    def logpmf(self, X):
-        """Unnormalised log probability :math:`-F(v)` of each row of ``X``.
+    def _hidden_input(self, V):
+        """The hidden units' inputs :math:`W v + c` (n, n_hidden) at float visible states ``V``."""
+        return V @ self.components.T + self.intercept_hidden
 
-        Parameters
-        ----------
-        X : array-like of int of shape (n, dim)
-            Points of :math:`\\{0, \\dots, L-1\\}^D`, one per row.
+    def _logpmf(self, X):
+        V = X.astype(np.float64)
+        return V @ self.intercept_visible + _softplus(self._hidden_input(V)).sum(axis=1)
 
-        Returns
-        -------
-        ndarray of shape (n,)
-        """
-        V = self._check_X(X).astype(np.float64)
-        A = V @ self.components.T + self.intercept_hidden
-        return V @ self.intercept_visible + _softplus(A).sum(axis=1)
-
-    def log_ratio(self, X, shift):
-        """``log p(x + shift e_j) - log p(x)`` for each row and coordinate.
-
-        Parameters
-        ----------
-        X : array-like of int of shape (n, dim)
-            Points of :math:`\\{0, \\dots, L-1\\}^D`, one per row.
-        shift : {1, -1}
-            Direction of the cyclic move of each coordinate.
-
-        Returns
-        -------
-        ndarray of shape (n, dim)
-            Entry ``(i, j)`` is :math:`\\log p(x_i + s e_j) - \\log p(x_i)`.
-        """
-        self._check_shift(shift)
-        V = self._check_X(X).astype(np.float64)
-        A = V @ self.components.T + self.intercept_hidden
+    def _log_ratio(self, X, shift):
+        V = X.astype(np.float64)
+        A = self._hidden_input(V)
         base = _softplus(A).sum(axis=1)
         delta = 1.0 - 2.0 * V
         out = delta * self.intercept_visible
@@ -303,26 +255,12 @@ class BinaryRBM(DiscreteDistribution):
             out[:, j] -= base
         return out
 
-    def rvs(self, n, random_state=None):
-        """Draw ``n`` samples: ``n`` block-Gibbs chains from uniform starts, ``burn_in`` sweeps.
-
-        Parameters
-        ----------
-        n : int
-            Number of samples.
-        random_state : None, int or numpy.random.Generator, default=None
-            Seed or generator of the draws.
-
-        Returns
-        -------
-        ndarray of int64 of shape (n, dim)
-        """
-        n = check_n(n)
-        rng = as_generator(random_state)
-        W, b, c = self.components, self.intercept_visible, self.intercept_hidden
+    def _rvs(self, n, rng):
+        # n block-Gibbs chains from uniform starts, burn_in sweeps
+        W, b = self.components, self.intercept_visible
         V = (rng.random((n, self.dim)) < 0.5).astype(np.float64)
         for _ in range(self.burn_in):
-            Hd = (rng.random((n, W.shape[0])) < expit(V @ W.T + c)).astype(np.float64)
+            Hd = (rng.random((n, W.shape[0])) < expit(self._hidden_input(V))).astype(np.float64)
             V = (rng.random((n, self.dim)) < expit(Hd @ W + b)).astype(np.float64)
         return V.astype(np.int64)
 

@@ -3,8 +3,7 @@
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
-from .._random import as_generator
-from ._base import Distribution, check_dim, check_n
+from ._base import Distribution, check_dim
 
 __all__ = ["Gaussian", "gaussian_diffusion"]
 
@@ -22,6 +21,10 @@ class Gaussian(Distribution):
     Attributes
     ----------
     dim : int
+
+    Notes
+    -----
+    :meth:`logpdf` is the normalised log density.
     """
 
     def __init__(self, mean, cov=1.0):
@@ -53,38 +56,13 @@ class Gaussian(Distribution):
             raise ValueError(f"cov must be a scalar, a vector or a matrix, got shape {cov.shape}.")
         self.cov = cov
 
-    def grad_logpdf(self, X):
-        r"""Score :math:`\nabla_x \log p(x)` at each row of ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, dim)
-            Points, one per row.
-
-        Returns
-        -------
-        ndarray of shape (n, dim)
-            The score :math:`\nabla_x \log p(x)` at each row.
-        """
-        X = self._check_X(X)
+    def _grad_logpdf(self, X):
         Z = X - self.mean
         if self._diag:
             return -Z / self.cov
         return -cho_solve(self._chol, Z.T).T
 
-    def logpdf(self, X):
-        """Normalised log density at each row of ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, dim)
-            Points, one per row.
-
-        Returns
-        -------
-        ndarray of shape (n,)
-        """
-        X = self._check_X(X)
+    def _logpdf(self, X):
         Z = X - self.mean
         if self._diag:
             quad = np.sum(Z * Z / self.cov, axis=1)
@@ -96,22 +74,7 @@ class Gaussian(Distribution):
             logdet = 2.0 * np.sum(np.log(np.diag(L)))
         return -0.5 * (quad + logdet + self.dim * np.log(2 * np.pi))
 
-    def rvs(self, n, random_state=None):
-        """Draw ``n`` samples.
-
-        Parameters
-        ----------
-        n : int
-            Number of samples.
-        random_state : None, int or numpy.random.Generator, default=None
-            Seed or generator of the draws.
-
-        Returns
-        -------
-        ndarray of shape (n, dim)
-        """
-        n = check_n(n)
-        rng = as_generator(random_state)
+    def _rvs(self, n, rng):
         E = rng.standard_normal((n, self.dim))
         if self._diag:
             return self.mean + E * np.sqrt(self.cov)

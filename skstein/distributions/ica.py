@@ -29,7 +29,7 @@ from scipy.special import gammaln
 
 from .._random import as_generator
 from .._validation import check_choice, check_positive_float
-from ._base import Distribution, check_dim, check_n
+from ._base import Distribution, check_dim
 
 __all__ = ["ICA"]
 
@@ -68,6 +68,8 @@ class ICA(Distribution):
 
     Notes
     -----
+    The score is :math:`B^\top \psi(Bx)`, :meth:`logpdf` the normalised
+    :math:`\sum_d \log p_z((Bx)_d) + \log|\det B|` and :meth:`rvs` draws :math:`x = W z`.
     The Laplace score :math:`-\mathrm{sign}(z)` is discontinuous at 0 (reported as 0
     there) and its derivative is zero elsewhere, so the second term of the
     vector-Jacobian product vanishes for Laplace sources.
@@ -164,34 +166,12 @@ class ICA(Distribution):
         """
         return self._check_X(X) @ self.unmixing.T
 
-    def grad_logpdf(self, X):
-        """Score :math:`B^\\top \\psi(Bx)` at each row of ``X``.
+    def _grad_logpdf(self, X):
+        return self._psi(X @ self.unmixing.T) @ self.unmixing
 
-        Parameters
-        ----------
-        X : array-like of shape (n, D)
-            Points, one per row.
-
-        Returns
-        -------
-        ndarray of shape (n, D)
-        """
-        return self._psi(self.sources(X)) @ self.unmixing
-
-    def logpdf(self, X):
-        """Normalised log density :math:`\\sum_d \\log p_z((Bx)_d) + \\log|\\det B|`.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, D)
-            Points, one per row.
-
-        Returns
-        -------
-        ndarray of shape (n,)
-        """
+    def _logpdf(self, X):
         _, logdet = np.linalg.slogdet(self.unmixing)
-        return self._source_logpdf(self.sources(X)).sum(axis=1) + logdet
+        return self._source_logpdf(X @ self.unmixing.T).sum(axis=1) + logdet
 
     def grad_logpdf_vjp(self, X, V):
         r"""Vector-Jacobian product of the score with respect to the unmixing matrix.
@@ -235,22 +215,7 @@ class ICA(Distribution):
         B = self.unmixing
         return self._psi(X @ B.T).T @ X / X.shape[0] + np.linalg.inv(B).T
 
-    def rvs(self, n, random_state=None):
-        """Draw ``n`` samples ``x = W z``.
-
-        Parameters
-        ----------
-        n : int
-            Number of samples.
-        random_state : None, int or numpy.random.Generator, default=None
-            Seed or generator of the draws.
-
-        Returns
-        -------
-        ndarray of shape (n, D)
-        """
-        rng = as_generator(random_state)
-        n = check_n(n)
+    def _rvs(self, n, rng):
         if self.base == "laplace":
             Z = rng.laplace(0.0, 1.0, size=(n, self.dim))
         else:

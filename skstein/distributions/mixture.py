@@ -4,12 +4,16 @@ import numpy as np
 from scipy.linalg import cholesky, solve_triangular
 from scipy.special import logsumexp
 
-from .._random import as_generator
-from ._base import Distribution, check_n
+from ._base import Distribution
 
 __all__ = ["GaussianMixture", "AffineTransformed"]
 
 COVARIANCE_TYPES = ("full", "tied", "diag", "spherical")
+
+
+def _responsibilities(log_joint):
+    """Posterior component probabilities from the log joints ``log w_k + log N_k(x)`` (n, K)."""
+    return np.exp(log_joint - logsumexp(log_joint, axis=1, keepdims=True))
 
 
 class GaussianMixture(Distribution):
@@ -34,6 +38,10 @@ class GaussianMixture(Distribution):
     ----------
     dim : int
     n_components : int
+
+    Notes
+    -----
+    :meth:`logpdf` is the normalised log density.
     """
 
     def __init__(self, weights, means, covariances, covariance_type="full"):
@@ -89,37 +97,12 @@ class GaussianMixture(Distribution):
         log_joint = self._log_norm[None, :] - 0.5 * np.einsum("kne,kne->nk", D, D)
         return log_joint, D
 
-    def logpdf(self, X):
-        """Normalised log density at each row of ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, dim)
-            Points, one per row.
-
-        Returns
-        -------
-        ndarray of shape (n,)
-        """
-        X = self._check_X(X)
+    def _logpdf(self, X):
         return logsumexp(self._component_terms(X)[0], axis=1)
 
-    def grad_logpdf(self, X):
-        r"""Score :math:`\nabla_x \log p(x)` at each row of ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, dim)
-            Points, one per row.
-
-        Returns
-        -------
-        ndarray of shape (n, dim)
-            The score :math:`\nabla_x \log p(x)` at each row.
-        """
-        X = self._check_X(X)
+    def _grad_logpdf(self, X):
         log_joint, D = self._component_terms(X)
-        R = np.exp(log_joint - logsumexp(log_joint, axis=1, keepdims=True))
+        R = _responsibilities(log_joint)
         # Sigma_k^{-1}(x - mu_k) = P_k P_k^T (x - mu_k) = P_k D_k
         return -np.einsum("nk,kne,kde->nd", R, D, self._prec_chol)
 
@@ -135,26 +118,10 @@ class GaussianMixture(Distribution):
         -------
         ndarray of shape (n, n_components)
         """
-        X = self._check_X(X)
-        log_joint, _ = self._component_terms(X)
-        return np.exp(log_joint - logsumexp(log_joint, axis=1, keepdims=True))
+        log_joint, _ = self._component_terms(self._check_X(X))
+        return _responsibilities(log_joint)
 
-    def rvs(self, n, random_state=None):
-        """Draw ``n`` samples.
-
-        Parameters
-        ----------
-        n : int
-            Number of samples.
-        random_state : None, int or numpy.random.Generator, default=None
-            Seed or generator of the draws.
-
-        Returns
-        -------
-        ndarray of shape (n, dim)
-        """
-        n = check_n(n)
-        rng = as_generator(random_state)
+    def _rvs(self, n, rng):
         comp = rng.choice(self.n_components, size=n, p=self.weights)
         E = rng.standard_normal((n, self.dim))
         return self.means[comp] + np.einsum("nde,ne->nd", self._chol[comp], E)
@@ -180,6 +147,11 @@ class AffineTransformed(Distribution):
         :math:`a` (non-zero).
     shift : array-like of shape (dim,)
         :math:`b`.
+
+    Notes
+    -----
+    :meth:`logpdf` is normalised if the base's is. :meth:`rvs` maps the base's draws
+    (from the same generator) back through the inverse affine map.
     """
 
     def __init__(self, base, scale, shift):
@@ -195,52 +167,16 @@ class AffineTransformed(Distribution):
         self.base, self.scale, self.shift, self.dim = base, scale, shift, int(dim)
 
     def _forward(self, X):
-        return self._check_X(X) * self.scale + self.shift
+        return X * self.scale + self.shift
 
-    def grad_logpdf(self, X):
-        r"""Score :math:`\nabla_x \log p(x)` at each row of ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, dim)
-            Points, one per row.
-
-        Returns
-        -------
-        ndarray of shape (n, dim)
-            The score :math:`\nabla_x \log p(x)` at each row.
-        """
+    def _grad_logpdf(self, X):
         return self.scale * self.base.grad_logpdf(self._forward(X))
 
-    def logpdf(self, X):
-        """Log density at each row of ``X`` (normalised if the base's is).
-
-        Parameters
-        ----------
-        X : array-like of shape (n, dim)
-            Points, one per row.
-
-        Returns
-        -------
-        ndarray of shape (n,)
-        """
+    def _logpdf(self, X):
         return self.base.logpdf(self._forward(X)) + np.sum(np.log(np.abs(self.scale)))
 
-    def rvs(self, n, random_state=None):
-        """Draw ``n`` samples.
-
-        Parameters
-        ----------
-        n : int
-            Number of samples.
-        random_state : None, int or numpy.random.Generator, default=None
-            Seed or generator of the draws.
-
-        Returns
-        -------
-        ndarray of shape (n, dim)
-        """
-        Y = np.asarray(self.base.rvs(n, random_state=random_state), dtype=np.float64)
+    def _rvs(self, n, rng):
+        Y = np.asarray(self.base.rvs(n, random_state=rng), dtype=np.float64)
         return (Y - self.shift) / self.scale
 
     def __repr__(self):

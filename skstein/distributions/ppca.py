@@ -48,6 +48,11 @@ class PPCA(Distribution):
     ----------
     dim : int
     latent_dim : int
+
+    Notes
+    -----
+    :meth:`grad_logpdf` and :meth:`logpdf` are the exact (normalised) marginal ones;
+    :meth:`rvs` draws through the latent variables.
     """
 
     def __init__(self, W, noise_variance=1.0, mean=None, sampler="exact"):
@@ -87,50 +92,14 @@ class PPCA(Distribution):
         self._marginal = Gaussian(mean, W @ W.T + np.diag(psi))
 
     # -- marginal --------------------------------------------------------------
-    def grad_logpdf(self, X):
-        """Exact marginal score :math:`-C^{-1}(x - \\mu)` at each row of ``X``.
+    def _grad_logpdf(self, X):
+        return self._marginal.grad_logpdf(X)
 
-        Parameters
-        ----------
-        X : array-like of shape (n, dim)
-            Points, one per row.
+    def _logpdf(self, X):
+        return self._marginal.logpdf(X)
 
-        Returns
-        -------
-        ndarray of shape (n, dim)
-        """
-        return self._marginal.grad_logpdf(self._check_X(X))
-
-    def logpdf(self, X):
-        """Exact marginal log density at each row of ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, dim)
-            Points, one per row.
-
-        Returns
-        -------
-        ndarray of shape (n,)
-        """
-        return self._marginal.logpdf(self._check_X(X))
-
-    def rvs(self, n, random_state=None):
-        """Draw ``n`` samples through the latent variables.
-
-        Parameters
-        ----------
-        n : int
-            Number of samples.
-        random_state : None, int or numpy.random.Generator, default=None
-            Seed or generator of the draws.
-
-        Returns
-        -------
-        ndarray of shape (n, dim)
-        """
-        n = check_n(n)
-        rng = as_generator(random_state)
+    def _rvs(self, n, rng):
+        # through the latent variables
         Z = rng.standard_normal((n, self.latent_dim))
         E = rng.standard_normal((n, self.dim))
         return Z @ self.W.T + self.mean + E * np.sqrt(self._psi)

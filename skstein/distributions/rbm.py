@@ -43,6 +43,10 @@ class GaussBernRBM(Distribution):
     ----------
     dim : int
         ``dx``.
+
+    Notes
+    -----
+    :meth:`logpdf` omits :math:`\log Z`.
     """
 
     def __init__(self, B, b, c, burn_in=2000):
@@ -62,35 +66,10 @@ class GaussBernRBM(Distribution):
     def _activation(self, X):
         return 0.5 * (X @ self.B) + self.c
 
-    def grad_logpdf(self, X):
-        r"""Score :math:`\nabla_x \log p(x)` at each row of ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, dim)
-            Points, one per row.
-
-        Returns
-        -------
-        ndarray of shape (n, dim)
-            The score :math:`\nabla_x \log p(x)` at each row.
-        """
-        X = self._check_X(X)
+    def _grad_logpdf(self, X):
         return self.b - X + 0.5 * np.tanh(self._activation(X)) @ self.B.T
 
-    def logpdf(self, X):
-        """Unnormalised log density (``log Z`` omitted) at each row of ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, dim)
-            Points, one per row.
-
-        Returns
-        -------
-        ndarray of shape (n,)
-        """
-        X = self._check_X(X)
+    def _logpdf(self, X):
         A = self._activation(X)
         return X @ self.b - 0.5 * np.sum(X * X, axis=1) + np.sum(np.logaddexp(A, -A), axis=1)
 
