@@ -16,7 +16,7 @@ results are identical with and without it.
 import numbers
 import sys
 
-__all__ = ["verbosity", "progress_enabled", "progress_bar", "check_verbose"]
+__all__ = ["verbosity", "progress_enabled", "progress_bar", "check_verbose", "is_terminal"]
 
 
 def check_verbose(verbose):
@@ -30,7 +30,8 @@ def check_verbose(verbose):
     raise ValueError(f"verbose must be an int >= 0, a bool or 'auto', got {verbose!r}.")
 
 
-def _is_terminal(stream):
+def is_terminal(stream):
+    """Whether ``stream`` says it is a terminal (False for a closed or detached one)."""
     isatty = getattr(stream, "isatty", None)
     try:
         return bool(isatty()) if callable(isatty) else False
@@ -45,7 +46,7 @@ def verbosity(verbose, stream=None):
     """
     verbose = check_verbose(verbose)
     if verbose == "auto":
-        return int(_is_terminal(sys.stderr if stream is None else stream))
+        return int(is_terminal(sys.stderr if stream is None else stream))
     return int(verbose or 0)
 
 
@@ -65,6 +66,9 @@ class _NoBar:
     def set_postfix_str(self, s=""):
         pass
 
+    def __str__(self):
+        return ""
+
     def write(self, s, file=None):
         pass
 
@@ -78,17 +82,20 @@ class _NoBar:
         return False
 
 
-def progress_bar(total, *, verbose, desc=None, unit="it"):
+def progress_bar(total, *, verbose, desc=None, unit="it", position=None, leave=True):
     """A tqdm bar on standard error when :func:`progress_enabled`, else a silent stand-in.
 
     Use as a context manager; ``update(k)`` advances it by ``k`` items. On a terminal
     the bar redraws at most ten times a second; elsewhere (a log, when ``verbose`` asks
-    for it explicitly) at most every 5 seconds, so logs stay short.
+    for it explicitly) at most every 5 seconds, so logs stay short. ``position`` and
+    ``leave`` are tqdm's: the line of the bar among several, whether it stays when
+    closed.
     """
     stream = sys.stderr
     if not progress_enabled(verbose, stream):
         return _NoBar()
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit=unit, file=stream, leave=True,
-                dynamic_ncols=True, mininterval=0.1 if _is_terminal(stream) else 5.0)
+    return tqdm(total=total, desc=desc, unit=unit, file=stream,
+                leave=leave, position=position, dynamic_ncols=True,
+                mininterval=0.1 if is_terminal(stream) else 5.0)

@@ -7,9 +7,9 @@
                       [--verbose | --quiet] [--methods A,B,...]
     skstein reproduce --list
 
-``reproduce`` shows a progress bar per setting, with the time left, on standard
-error when that is a terminal; ``--verbose`` shows it anywhere (e.g. in a log) and
-``--quiet`` never. The numbers do not depend on it.
+``reproduce`` shows a progress bar per setting and one over all settings, with the
+time left, on standard error when that is a terminal; ``--verbose`` shows them
+anywhere (e.g. in a log) and ``--quiet`` never. The numbers do not depend on them.
 """
 
 import argparse
@@ -112,17 +112,41 @@ def _demo_high_dim(quick, rng, stream):
     return rows
 
 
+def _count_settings(name, kwargs):
+    """The number of settings of experiment ``name`` run with ``kwargs`` (None: unknown)."""
+    import importlib
+
+    from .experiments import EXPERIMENTS
+    from .experiments._runner import count_settings
+
+    entry = EXPERIMENTS.get(name)
+    if entry is None:
+        return None
+    path, extra = (entry, {}) if isinstance(entry, str) else entry
+    kwargs = dict(kwargs, verbose=0, **extra)
+    if kwargs["methods"] is None:
+        del kwargs["methods"]
+    return count_settings(importlib.import_module(path).run, **kwargs)
+
+
 def _reproduce(args):
+    from ._progress import progress_enabled
     from .experiments import EXPERIMENTS, reproduce, table
+    from .experiments._runner import overall_progress
 
     if args.list or not args.name:
         print("experiments: " + ", ".join(sorted(EXPERIMENTS)))
         return 0
     verbose = 1 if args.verbose else 0 if args.quiet else "auto"
-    rows, csv_path, png_path, elapsed = reproduce(
-        args.name, out_dir=args.out, quick=args.quick, n_trials=args.trials,
-        n_jobs=args.n_jobs, random_state=args.seed, verbose=verbose,
-        methods=args.methods.split(",") if args.methods else None)
+    kwargs = dict(quick=args.quick, n_trials=args.trials, n_jobs=args.n_jobs,
+                  random_state=args.seed,
+                  methods=args.methods.split(",") if args.methods else None)
+    # The overall bar needs the number of settings: the experiment's bookkeeping is run
+    # once without its trials to count them (only when the bar is shown).
+    total = _count_settings(args.name, kwargs) if progress_enabled(verbose) else None
+    with overall_progress(total, verbose=verbose, desc=f"{args.name}, all settings"):
+        rows, csv_path, png_path, elapsed = reproduce(args.name, out_dir=args.out,
+                                                      verbose=verbose, **kwargs)
     print(table(rows))
     print(f"\n{len(rows)} rows in {elapsed:.1f} s; numbers in {csv_path}")
     if png_path:

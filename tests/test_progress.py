@@ -1,7 +1,9 @@
 """Progress bars: shown on standard error when asked, silent otherwise, results unchanged."""
 
 import io
+import re
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -11,7 +13,7 @@ from skstein._progress import check_verbose, progress_enabled, verbosity
 from skstein.cli import main
 from skstein.distributions import Gaussian
 from skstein.experiments import EXPERIMENTS, rejection_rate, run_trials
-from skstein.experiments._runner import run_settings
+from skstein.experiments._runner import count_settings, overall_progress, run_settings
 from skstein.gof import KSDTest
 from skstein.samplers import HMC, MALA, SGHMC
 
@@ -106,6 +108,87 @@ def test_cli_reproduce_verbose_and_quiet(tmp_path, monkeypatch, capsys):
     assert csv[0] == csv[1] == csv[2]
     with pytest.raises(SystemExit):
         main(args + ["--verbose", "--quiet"])
+
+
+def _grid_run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="auto"):
+    """A tiny experiment of five settings: three run_trials calls, a run_settings of two."""
+    roots = np.random.SeedSequence(random_state).spawn(3)
+    rows = []
+    for scale, root in zip((1.0, 2.0, 3.0), roots):
+        out = run_trials(_trial, n_trials or 3, args=(scale,), random_state=root,
+                         n_jobs=n_jobs, verbose=verbose, desc=f"scale={scale:g}")
+        rows.append({"scale": scale, "mean": float(np.mean(out))})
+    more = run_settings(_trial, [(4.0,), (5.0,)], random_state=random_state, n_jobs=n_jobs,
+                        verbose=verbose, desc="two more")
+    return rows + [{"scale": s, "mean": v} for s, v in zip((4.0, 5.0), more)]
+
+
+def _overall_counts(err):
+    """The (done, total) pairs the overall bar showed, in order."""
+    found = re.findall(r"all settings:[^|]*\|[^|]*\| (\d+)/(\d+)", err)
+    return [(int(done), int(total)) for done, total in found]
+
+
+def test_count_settings():
+    assert count_settings(_grid_run, n_trials=2, n_jobs=1) == 5
+    assert count_settings(run, n_trials=2) == 1
+
+    def fails_after_counting(**kwargs):
+        run_settings(_trial, [(1.0,), (2.0,)], verbose=0)
+        raise RuntimeError("bookkeeping on the results")
+
+    assert count_settings(fails_after_counting) == 2  # a lower bound
+    assert count_settings(lambda: None) is None
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_cli_overall_bar_counts_settings(n_jobs, tmp_path, monkeypatch, capsys):
+    grid = types.ModuleType("skstein_test_grid")
+    grid.run, grid.plot = _grid_run, plot
+    monkeypatch.setitem(sys.modules, grid.__name__, grid)
+    monkeypatch.setitem(EXPERIMENTS, "grid", grid.__name__)
+    args = ["reproduce", "grid", "--trials", "2", "--n-jobs", str(n_jobs)]
+    assert main(args + ["--out", str(tmp_path / "v"), "--verbose"]) == 0
+    err = capsys.readouterr().err
+    # in a log, one line of the overall bar after each setting's bar; the two settings
+    # of the run_settings call finish under one bar
+    assert _overall_counts(err) == [(1, 5), (2, 5), (3, 5), (5, 5)]
+    assert "scale=3" in err and "two more" in err
+    assert "\x1b[" not in err  # no cursor movements in a log
+    assert main(args + ["--out", str(tmp_path / "q"), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+    assert (tmp_path / "v" / "grid.csv").read_text() == (tmp_path / "q" / "grid.csv").read_text()
+
+
+def test_overall_bar_on_a_terminal(monkeypatch, capsys):
+    quiet = _grid_run(n_jobs=1, verbose=0)
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    with overall_progress(5, verbose="auto", desc="grid, all settings"):
+        shown = _grid_run(n_jobs=1, verbose="auto")
+    monkeypatch.undo()
+    assert shown == quiet
+    err = term.getvalue()
+    counts = _overall_counts(err)
+    assert counts[0] == (0, 5) and counts[-1] == (5, 5)
+    assert [done for done, _ in counts] == sorted(done for done, _ in counts)
+    # each finished setting's bar is written out in full
+    for desc in ("scale=1", "scale=2", "scale=3"):
+        assert re.search(desc + r": 100%\|[^|]*\| 3/3", err)
+    assert re.search(r"two more: 100%\|[^|]*\| 2/2", err)
+    # silent when standard error is not a terminal and nothing asks for it
+    with overall_progress(5, verbose="auto"):
+        assert _grid_run(n_jobs=1, verbose="auto") == quiet
+    assert capsys.readouterr().err == ""
+
+
+def test_overall_total_grows_past_a_lower_bound(monkeypatch):
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    with overall_progress(2, verbose=1, desc="all settings"):
+        _grid_run(n_jobs=1, verbose=1)
+    monkeypatch.undo()
+    assert _overall_counts(term.getvalue())[-1] == (5, 5)
 
 
 @pytest.mark.parametrize("cls", [SVGD, SlicedSVGD])

@@ -12,10 +12,17 @@ does not, hence the explicit limit.
 
 Progress (``verbose``): a bar with the time left on standard error, fed by joblib's
 batch-completion callback (any backend), or by the loop itself with ``n_jobs=1``.
-It only counts finished trials, so results do not depend on it.
+It only counts finished trials, so results do not depend on it. Inside
+:func:`overall_progress` (``skstein reproduce``) one more bar counts the settings of a
+whole experiment, above the bar of the setting that runs; a setting is one call of
+:func:`run_trials` (or :func:`rejection_rate`), or one item of :func:`run_settings`.
 """
 
+import contextlib
+import contextvars
+import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,11 +30,12 @@ from joblib import Parallel, delayed
 from sklearn.base import clone
 
 from .._threads import numba_threads
-from .._progress import check_verbose, progress_bar
+from .._progress import check_verbose, is_terminal, progress_bar, progress_enabled
 from .._random import as_generator, spawn_seeds
 from .._validation import check_positive_int
 
-__all__ = ["run_trials", "run_settings", "rejection_rate", "RejectionRate", "draw_samples"]
+__all__ = ["run_trials", "run_settings", "rejection_rate", "RejectionRate", "draw_samples",
+           "overall_progress", "count_settings"]
 
 
 def _call_trial(trial, seed, args, kwargs, threads):
@@ -40,34 +48,218 @@ def _call_trial(trial, seed, args, kwargs, threads):
 
 
 class _ProgressParallel(Parallel):
-    """``joblib.Parallel`` that advances a progress bar as batches of tasks complete."""
+    """``joblib.Parallel`` that calls ``advance(k)`` as batches of ``k`` tasks complete."""
 
-    def __init__(self, bar, **kwargs):
+    def __init__(self, advance, **kwargs):
         super().__init__(**kwargs)
-        self._bar = bar
+        self._advance = advance
+        self.n_advanced = 0
 
     def print_progress(self):
         # joblib calls this after every completed batch, whatever the backend.
         done = self.n_completed_tasks
-        if done > self._bar.n:
-            self._bar.update(done - self._bar.n)
+        if done > self.n_advanced:
+            self._advance(done - self.n_advanced)
+            self.n_advanced = done
+
+
+# The overall bar of the experiment that runs (overall_progress), or the settings counter
+# while count_settings counts them; None otherwise. A context variable, not a global, so
+# it is local to the thread (and asyncio task) that runs the experiment.
+_SESSION = contextvars.ContextVar("skstein_experiment_session", default=None)
+
+
+class _Placeholder(float):
+    """What a trial returns while :func:`count_settings` counts: NaN, which any key,
+    attribute or call maps to itself and which iterates as empty, so that an
+    experiment's bookkeeping runs through without a trial being run."""
+
+    def __new__(cls):
+        return super().__new__(cls, "nan")
+
+    def __getitem__(self, key):
+        return self
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self
+
+    def __call__(self, *args, **kwargs):
+        return self
+
+    def __iter__(self):
+        return iter(())
+
+
+class _Counter:
+    """Counts the settings of an experiment that is only being planned."""
+
+    def __init__(self):
+        self.total = 0
+
+
+class _Overall:
+    """The overall bar of an experiment, and how the bars of its settings sit under it.
+
+    On a terminal the overall bar is a live tqdm bar on the first line; the running
+    setting's bar sits on the line under it and is written above both once done. In a
+    log the setting bars follow each other as before and a line with the overall count
+    is written after each of them (no second live bar, whose cursor moves would
+    garble the log).
+    """
+
+    def __init__(self, total, desc, stream):
+        self.total, self.desc, self.stream = total, desc, stream
+        self.terminal = is_terminal(stream)
+        self.n = 0
+        self._started = 0
+        self._t0 = self._drawn = time.monotonic()
+        self.bar = None
+        if self.terminal:
+            self.bar = progress_bar(total, verbose=True, desc=desc, unit="setting",
+                                    position=0)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+    def start(self, n):
+        """``n`` settings start; the total grows if it was short (a lower bound)."""
+        self._started += n
+        if self.total is not None and self._started > self.total:
+            self.total = self._started
+            if self.bar is not None:
+                self.bar.total = self.total
+                self.bar.refresh()
+
+    def setting_bar(self, total, *, verbose, desc, unit):
+        if self.terminal:
+            return progress_bar(total, verbose=verbose, desc=desc, unit=unit, position=1,
+                                leave=False)
+        return progress_bar(total, verbose=verbose, desc=desc, unit=unit)
+
+    def advance(self, n):
+        """``n`` settings are done."""
+        self.n += n
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def tick(self):
+        """Redraw the live overall bar (its elapsed time) at most twice a second."""
+        now = time.monotonic()
+        if self.bar is not None and now - self._drawn >= 0.5:
+            self._drawn = now
+            self.bar.refresh()
+
+    def setting_done(self, setting_bar):
+        """Show that a setting bar finished; call before it closes (a terminal) or after."""
+        if self.bar is not None:
+            if str(setting_bar):  # not the silent stand-in of a setting run with verbose=0
+                self.bar.write(str(setting_bar), file=self.stream)
+        else:
+            from tqdm import tqdm
+
+            line = tqdm.format_meter(self.n, self.total, time.monotonic() - self._t0,
+                                     prefix=self.desc, unit="setting", ascii=True)
+            self.stream.write(line + "\n")
+            self.stream.flush()
+
+
+@contextlib.contextmanager
+def overall_progress(total, *, verbose="auto", desc="overall"):
+    """Show one bar over all the settings of an experiment while the block runs.
+
+    Every :func:`run_trials` (and :func:`rejection_rate`) call in the block counts as
+    one setting, every item of a :func:`run_settings` call as one. The bar shows the
+    settings done of ``total``, the elapsed time and the time left; ``verbose`` is read
+    as by :func:`run_trials` (``"auto"``: only when standard error is a terminal). On a
+    terminal it stays above the bar of the running setting, and each finished setting's
+    bar is written above it; elsewhere a line with the overall count follows each
+    setting's bar. ``total`` may be a lower bound (see :func:`count_settings`): it
+    grows when more settings start; ``None`` counts without a total (no time left). The
+    bar only counts, so results do not depend on it.
+    """
+    verbose = check_verbose(verbose)
+    if not progress_enabled(verbose) or _SESSION.get() is not None:
+        yield
+        return
+    session = _Overall(total, desc, sys.stderr)
+    token = _SESSION.set(session)
+    try:
+        yield
+    finally:
+        _SESSION.reset(token)
+        session.close()
+
+
+def count_settings(run, *args, **kwargs):
+    """The number of settings ``run(*args, **kwargs)`` would run, without running them.
+
+    ``run`` (an experiment's ``run``) is called with every trial replaced by a NaN
+    placeholder, so only its own bookkeeping runs; each :func:`run_trials` call counts
+    one setting and each item of a :func:`run_settings` call one. Where the bookkeeping
+    cannot go on with placeholders (it raises, typically after its last call, when it
+    computes on the results), the settings counted until then are returned: a lower
+    bound, which :func:`overall_progress` raises when more settings start. None when
+    not one setting was counted. Warnings raised on the way are silenced.
+    """
+    counter = _Counter()
+    token = _SESSION.set(counter)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - the count so far is all that is asked for
+        pass
+    finally:
+        _SESSION.reset(token)
+    return counter.total or None
 
 
 def _map_seeds(fn, seeds, arg_lists, *, n_jobs, verbose, desc, threads, unit):
     """``[fn(seed, *args) for seed, args in zip(seeds, arg_lists)]`` with joblib and a bar."""
-    with progress_bar(len(seeds), verbose=verbose, desc=desc, unit=unit) as bar:
-        if n_jobs == 1:
-            out = []
-            for seed, args in zip(seeds, arg_lists):
-                out.append(fn(seed, *args[0], **args[1]))
-                bar.update(1)
-            return out
-        out = _ProgressParallel(bar, n_jobs=n_jobs)(
-            delayed(_call_trial)(fn, seed, args[0], args[1], threads)
-            for seed, args in zip(seeds, arg_lists)
-        )
-        bar.update(len(out) - bar.n)
+    session = _SESSION.get()
+    if isinstance(session, _Counter):
+        session.total += len(seeds) if unit == "setting" else 1
+        return [_Placeholder() for _ in seeds]
+    if session is None:
+        with progress_bar(len(seeds), verbose=verbose, desc=desc, unit=unit) as bar:
+            return _map_bar(fn, seeds, arg_lists, n_jobs, threads, bar.update)
+    per_item = unit == "setting"
+    session.start(len(seeds) if per_item else 1)
+    with session.setting_bar(len(seeds), verbose=verbose, desc=desc, unit=unit) as bar:
+
+        def advance(k):
+            bar.update(k)
+            if per_item:
+                session.advance(k)
+            else:
+                session.tick()
+
+        out = _map_bar(fn, seeds, arg_lists, n_jobs, threads, advance)
+        if not per_item:
+            session.advance(1)
+        if session.terminal:
+            session.setting_done(bar)
+    if not session.terminal:
+        session.setting_done(bar)
+    return out
+
+
+def _map_bar(fn, seeds, arg_lists, n_jobs, threads, advance):
+    if n_jobs == 1:
+        out = []
+        for seed, args in zip(seeds, arg_lists):
+            out.append(fn(seed, *args[0], **args[1]))
+            advance(1)
         return out
+    parallel = _ProgressParallel(advance, n_jobs=n_jobs)
+    out = parallel(delayed(_call_trial)(fn, seed, args[0], args[1], threads)
+                   for seed, args in zip(seeds, arg_lists))
+    if len(out) > parallel.n_advanced:
+        advance(len(out) - parallel.n_advanced)
+    return out
 
 
 def run_trials(trial, n_trials, *, args=(), kwargs=None, random_state=None, n_jobs=None,
