@@ -6,10 +6,8 @@ import numpy as np
 from scipy.optimize import minimize
 from sklearn.base import BaseEstimator
 
-from .._bootstrap import bootstrap_pvalue, bootstrap_threshold
 from .._threads import blas_threads
 from .._random import as_generator
-from .._result import GOFTestResult
 from .._validation import (
     check_bool,
     check_choice,
@@ -30,6 +28,7 @@ from ..features import (
 )
 from ..kernels import KERNELS, check_bandwidth, make_kernel
 from ._base import BaselineTestMixin, is_fitted, on_training_part, split_sample
+from ._common import SampleTestMethods, simulated_null_result
 
 __all__ = ["FSSDTest"]
 
@@ -38,7 +37,7 @@ __all__ = ["FSSDTest"]
 _GRID_FACTORS = 2.0 ** np.linspace(-1.5, 1.5, 5)
 
 
-class FSSDTest(BaselineTestMixin, BaseEstimator):
+class FSSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
     r"""Finite set Stein discrepancy test (Jitkrittum et al. 2017), linear time.
 
     The statistic is the unbiased :math:`\widehat{\mathrm{FSSD}^2_u}` at ``J`` test
@@ -116,6 +115,19 @@ class FSSDTest(BaselineTestMixin, BaseEstimator):
     n_iter_ : int
         L-BFGS-B iterations taken (0 for FSSD-rand).
     n_features_in_ : int
+
+    Notes
+    -----
+    :meth:`fit` chooses the test locations and the bandwidth: FSSD-rand draws the
+    locations from the Gaussian fitted to the sample; FSSD-opt learns them on all of it
+    (test afterwards on other samples). When fitted, :meth:`test` tests held-out data;
+    otherwise FSSD-opt splits the sample. :meth:`discrepancy` is
+    :math:`\widehat{\mathrm{FSSD}^2_u}` at the locations (no factor ``n``); :meth:`score`
+    the power criterion :math:`\widehat{\mathrm{FSSD}^2_u} / \sqrt{\hat\sigma^2_{H_1} +
+    \mathrm{reg}}`, what FSSD-opt maximises. In the result of :meth:`test`,
+    ``statistic`` is :math:`\widehat{\mathrm{FSSD}^2_u}` (no factor ``n``),
+    ``null_distribution`` holds the simulated draws divided by ``n``, ``bootstrap`` is
+    ``"chi2-mixture"`` and ``n_bootstrap`` the number of draws.
 
     See Also
     --------
@@ -233,28 +245,11 @@ class FSSDTest(BaselineTestMixin, BaseEstimator):
         return (np.ascontiguousarray(x[1:].reshape(J, d)), float(np.exp(x[0])), float(-res.fun),
                 int(res.nit))
 
-    def fit(self, X, y=None):
-        """Choose the test locations and the bandwidth on ``X``.
-
-        FSSD-rand draws the locations from the Gaussian fitted to ``X``; FSSD-opt
-        learns them on ``X`` (all of it: test afterwards on other samples).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        self._check_params()
-        X = self._validate_X(X, reset=True)
+    def _fit(self, X):
         # the streams of an unfitted test(X), so that fit(X).test(X) repeats it for FSSD-rand
         prep_rng = as_generator(self.random_state).spawn(2)[0]
         V, h, crit, nit = self._learn(X, prep_rng.spawn(2)[1])
         self.locations_, self.bandwidth_, self.criterion_, self.n_iter_ = V, h, crit, nit
-        return self
 
     def _prepare(self, X, rng):
         """Validated test sample, its scores, the locations and the kernel."""
@@ -279,20 +274,7 @@ class FSSDTest(BaselineTestMixin, BaseEstimator):
 
     # -- testing ----------------------------------------------------------
 
-    def test(self, X):
-        """Run the test on ``X`` (held-out data when fitted; FSSD-opt splits otherwise).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        GOFTestResult
-            ``statistic`` is :math:`\\widehat{\\mathrm{FSSD}^2_u}` (no factor ``n``),
-            ``null_distribution`` holds the simulated draws divided by ``n``,
-            ``bootstrap`` is ``"chi2-mixture"`` and ``n_bootstrap`` the number of draws.
-        """
+    def _test(self, X):
         rng = as_generator(self.random_state)
         prep_rng, null_rng = rng.spawn(2)
         X, S, V, kern = self._prepare(X, prep_rng)
@@ -300,55 +282,19 @@ class FSSDTest(BaselineTestMixin, BaseEstimator):
         mom = fssd_moments(X, S, V, kern, max_memory=self.max_memory)
         stat = mom.ustat()
         null = chi2_mixture_null(mom.covariance(), int(self.n_simulate), null_rng) / n
-        pvalue = bootstrap_pvalue(stat, null)
         name = "FSSD-opt" if self.optimize else "FSSD"
-        return GOFTestResult(
-            statistic=float(stat),
-            pvalue=float(pvalue),
-            threshold=bootstrap_threshold(null, self.alpha),
-            reject=bool(pvalue <= self.alpha),
-            alpha=float(self.alpha),
+        return simulated_null_result(
+            stat, null, alpha=self.alpha,
             method=f"{name} ({kern.name}, J={V.shape[0]}, chi2-mixture null)",
-            n_samples=n,
-            bootstrap="chi2-mixture",
-            n_bootstrap=int(self.n_simulate),
-            bandwidth=kern.bandwidth,
-            null_distribution=null,
-        )
+            n_samples=n, bootstrap="chi2-mixture", n_bootstrap=self.n_simulate,
+            bandwidth=kern.bandwidth)
 
-    def discrepancy(self, X):
-        """:math:`\\widehat{\\mathrm{FSSD}^2_u}` of ``X`` at the locations (no factor ``n``).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-
-        Returns
-        -------
-        float
-        """
+    def _discrepancy(self, X):
         X, S, V, kern = self._prepare(X, as_generator(self.random_state).spawn(2)[0])
         return float(fssd_moments(X, S, V, kern, second=False,
                                   max_memory=self.max_memory).ustat())
 
-    def score(self, X, y=None):
-        r"""Power criterion of the test on ``X`` (higher = more power).
-
-        :math:`\widehat{\mathrm{FSSD}^2_u} / \sqrt{\hat\sigma^2_{H_1} + \mathrm{reg}}`,
-        what FSSD-opt maximises.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-        y : None
-            Ignored; present for the scikit-learn API.
-
-        Returns
-        -------
-        float
-        """
+    def _score(self, X):
         X, S, V, kern = self._prepare(X, as_generator(self.random_state).spawn(2)[0])
         mom = fssd_moments(X, S, V, kern, max_memory=self.max_memory)
         return float(fssd_power_criterion(mom, self.reg))

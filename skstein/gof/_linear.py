@@ -26,6 +26,7 @@ from .._validation import check_choice, check_samples, evaluate_score
 from ..discrepancy import paired_stein_terms, resolve_bandwidth
 from ..kernels import KERNELS, make_kernel
 from ._base import BaselineTestMixin, is_fitted
+from ._common import SampleTestMethods
 
 __all__ = ["LinearKSDTest", "linear_ksd", "linear_stein_terms"]
 
@@ -64,7 +65,7 @@ def linear_ksd(X, model, *, kernel="rbf", bandwidth="median", kernel_params=None
     return float(np.mean(linear_stein_terms(X, S, kern)))
 
 
-class LinearKSDTest(BaselineTestMixin, BaseEstimator):
+class LinearKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
     r"""Linear-time KSD goodness-of-fit test with a normal null (Liu et al. 2016).
 
     The statistic is the mean of :math:`h_p(x_i, x_{i+m})` over the pairs formed by the
@@ -93,6 +94,16 @@ class LinearKSDTest(BaselineTestMixin, BaseEstimator):
     bandwidth_ : float
     kernel_ : RBF or IMQ
     n_features_in_ : int
+
+    Notes
+    -----
+    :meth:`fit` resolves the bandwidth. :meth:`test` needs at least 4 samples; in its
+    result ``statistic`` is the mean of the ``m`` terms (:meth:`discrepancy`),
+    ``threshold`` is :math:`z_{1-\alpha}\,\hat s/\sqrt{m}`, ``bootstrap`` is
+    ``"normal"``, ``n_bootstrap`` is 0, ``null_distribution`` is empty and ``n_samples``
+    counts the samples used (``2m``). :meth:`score` is the power criterion
+    :math:`\widehat{\mathrm{KSD}^2_l} / \hat s`, the mean over the standard deviation of
+    the terms (0 when they do not vary).
 
     See Also
     --------
@@ -127,26 +138,10 @@ class LinearKSDTest(BaselineTestMixin, BaseEstimator):
         check_choice(self.kernel, "kernel", KERNELS)
         make_kernel(self.kernel, 1.0, self.kernel_params)
 
-    def fit(self, X, y=None):
-        """Resolve the bandwidth on ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-        y : None
-            Ignored; present for the scikit-learn API.
-
-        Returns
-        -------
-        self
-        """
-        self._check_params()
-        X = self._validate_X(X, reset=True)
+    def _fit(self, X):
         self.bandwidth_ = resolve_bandwidth(X, self.bandwidth,
                                             random_state=as_generator(self.random_state))
         self.kernel_ = make_kernel(self.kernel, self.bandwidth_, self.kernel_params)
-        return self
 
     def _terms(self, X, min_samples=2):
         self._check_params()
@@ -163,22 +158,7 @@ class LinearKSDTest(BaselineTestMixin, BaseEstimator):
         S = evaluate_score(self.model, X, "model")
         return linear_stein_terms(X, S, kern), kern, X.shape[0]
 
-    def test(self, X):
-        """Run the test on ``X`` (at least 4 samples).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-
-        Returns
-        -------
-        GOFTestResult
-            ``statistic`` is the mean of the ``m`` terms, ``threshold`` is
-            :math:`z_{1-\\alpha}\\,\\hat s/\\sqrt{m}`, ``bootstrap`` is ``"normal"``,
-            ``n_bootstrap`` is 0 and ``null_distribution`` is empty. ``n_samples``
-            counts the samples used (``2m``).
-        """
+    def _test(self, X):
         H, kern, _ = self._terms(X, min_samples=4)
         m = H.size
         stat = float(np.mean(H))
@@ -203,36 +183,10 @@ class LinearKSDTest(BaselineTestMixin, BaseEstimator):
             null_distribution=np.empty(0),
         )
 
-    def discrepancy(self, X):
-        """The linear-time KSD estimate of ``X`` (the test statistic).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-
-        Returns
-        -------
-        float
-        """
+    def _discrepancy(self, X):
         return float(np.mean(self._terms(X)[0]))
 
-    def score(self, X, y=None):
-        r"""Power criterion :math:`\widehat{\mathrm{KSD}^2_l} / \hat s` on ``X``.
-
-        The mean over the standard deviation of the terms; 0 when they do not vary.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-        y : None
-            Ignored; present for the scikit-learn API.
-
-        Returns
-        -------
-        float
-        """
+    def _score(self, X):
         H = self._terms(X, min_samples=4)[0]
         sd = float(np.std(H, ddof=1))
         return float(np.mean(H) / sd) if sd > 0 else 0.0

@@ -20,13 +20,12 @@ permutations cost one matrix product :math:`E K_0` (BLAS, in batches of draws).
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._bootstrap import bootstrap_pvalue, bootstrap_threshold
 from .._random import as_generator
-from .._result import GOFTestResult
 from .._validation import check_positive_int, check_samples, sklearn_model_hint
 from ..discrepancy import resolve_bandwidth
 from ..kernels import RBF, inverse_square
 from ._base import BaselineTestMixin, is_fitted
+from ._common import SampleTestMethods, simulated_null_result
 
 __all__ = ["MMDGOFTest", "mmd_u", "mmd_permutation_null"]
 
@@ -110,7 +109,7 @@ def _is_sample_array(model):
     return isinstance(model, (np.ndarray, list, tuple)) and np.ndim(model) == 2
 
 
-class MMDGOFTest(BaselineTestMixin, BaseEstimator):
+class MMDGOFTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
     r"""MMD two-sample test between the data and samples of the model, permutation null.
 
     The baseline for models that can be sampled but whose score is not used (Gretton et
@@ -139,6 +138,14 @@ class MMDGOFTest(BaselineTestMixin, BaseEstimator):
     bandwidth_ : float
         Resolved by :meth:`fit` (on the data pooled with a model sample).
     n_features_in_ : int
+
+    Notes
+    -----
+    :meth:`fit` resolves the bandwidth on the data pooled with a model sample.
+    :meth:`discrepancy` is :math:`\widehat{\mathrm{MMD}^2_u}` between the data and a
+    model sample; :meth:`score` the power criterion :math:`\widehat{\mathrm{MMD}^2_u} /
+    \hat\sigma_{H_1}` (see ``mmd_power_criterion``). In the result of :meth:`test`,
+    ``bootstrap`` is ``"permutation"`` and ``n_bootstrap`` the number of permutations.
 
     References
     ----------
@@ -188,27 +195,11 @@ class MMDGOFTest(BaselineTestMixin, BaseEstimator):
             raise ValueError(f"the samples of model have {Y.shape[1]} features, X has {d}.")
         return Y
 
-    def fit(self, X, y=None):
-        """Resolve the bandwidth on ``X`` pooled with a model sample.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-        y : None
-            Ignored; present for the scikit-learn API.
-
-        Returns
-        -------
-        self
-        """
-        self._check_params()
-        X = self._validate_X(X, reset=True)
+    def _fit(self, X):
         sample_rng, bw_rng, _ = as_generator(self.random_state).spawn(3)
         Y = self._model_sample(X.shape[0], X.shape[1], sample_rng)
         self.bandwidth_ = resolve_bandwidth(np.vstack([X, Y]), self.bandwidth,
                                             random_state=bw_rng)
-        return self
 
     def _pooled(self, X, rng):
         self._check_params()
@@ -223,66 +214,20 @@ class MMDGOFTest(BaselineTestMixin, BaseEstimator):
             Z, self.bandwidth, random_state=bw_rng)
         return _gram_zero_diag(Z, h), X.shape[0], h, perm_rng
 
-    def test(self, X):
-        """Run the test on ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-
-        Returns
-        -------
-        GOFTestResult
-            ``bootstrap`` is ``"permutation"`` and ``n_bootstrap`` the number of
-            permutations.
-        """
+    def _test(self, X):
         K0, n, h, perm_rng = self._pooled(X, as_generator(self.random_state))
         stat = _pooled_mmd(K0, n)
         null = mmd_permutation_null(K0, n, int(self.n_permutations), perm_rng)
-        pvalue = bootstrap_pvalue(stat, null)
-        return GOFTestResult(
-            statistic=float(stat),
-            pvalue=float(pvalue),
-            threshold=bootstrap_threshold(null, self.alpha),
-            reject=bool(pvalue <= self.alpha),
-            alpha=float(self.alpha),
+        return simulated_null_result(
+            stat, null, alpha=self.alpha,
             method=f"MMD (rbf, {K0.shape[0] - n} model samples, permutation null)",
-            n_samples=n,
-            bootstrap="permutation",
-            n_bootstrap=int(self.n_permutations),
-            bandwidth=float(h),
-            null_distribution=null,
-        )
+            n_samples=n, bootstrap="permutation", n_bootstrap=self.n_permutations,
+            bandwidth=float(h))
 
-    def discrepancy(self, X):
-        """:math:`\\widehat{\\mathrm{MMD}^2_u}` between ``X`` and a model sample.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-
-        Returns
-        -------
-        float
-        """
+    def _discrepancy(self, X):
         K0, n, _, _ = self._pooled(X, as_generator(self.random_state))
         return float(_pooled_mmd(K0, n))
 
-    def score(self, X, y=None):
-        """Power criterion ``MMD_u^2 / sigma_H1`` on ``X`` (see ``mmd_power_criterion``).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-        y : None
-            Ignored; present for the scikit-learn API.
-
-        Returns
-        -------
-        float
-        """
+    def _score(self, X):
         K0, n, _, _ = self._pooled(X, as_generator(self.random_state))
         return float(mmd_power_criterion(K0, n))

@@ -3,9 +3,7 @@
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._bootstrap import bootstrap_pvalue, bootstrap_threshold
 from .._random import as_generator
-from .._result import GOFTestResult
 from .._validation import (
     check_choice,
     check_positive_float,
@@ -23,11 +21,12 @@ from ..features import (
     rfsd_moments,
 )
 from ._base import BaselineTestMixin, is_fitted
+from ._common import SampleTestMethods, simulated_null_result
 
 __all__ = ["RFSDTest"]
 
 
-class RFSDTest(BaselineTestMixin, BaseEstimator):
+class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
     r"""Random-feature Stein discrepancy test (Huggins & Mackey 2018), near-linear time.
 
     The statistic is :math:`\mathrm{R\Phi SD}^2 = \sum_a (\frac{1}{J} \sum_j
@@ -108,6 +107,29 @@ class RFSDTest(BaselineTestMixin, BaseEstimator):
         The length scale :math:`\ell`.
     n_features_in_ : int
 
+    Notes
+    -----
+    :meth:`fit` draws the random features, centred and scaled on the sample.
+    :meth:`discrepancy` is :math:`\mathrm{R\Phi SD}^2` with the fitted (or freshly
+    drawn) features; it can underflow to 0 or overflow to ``inf`` in high dimension.
+    :meth:`score` is the power criterion :math:`\mathrm{R\Phi SD}^2 /
+    \hat\sigma_{H_1}`, where :math:`\hat\sigma^2_{H_1} = \nabla F(\bar\Xi)^\top
+    \hat\Sigma\, \nabla F(\bar\Xi)` is the delta-method variance of
+    :math:`\sqrt{n}\,\mathrm{R\Phi SD}^2` under H1 (:math:`\nabla F = 2\bar\Xi` for
+    :math:`r = 2`, :math:`2 (\sum_j |\bar\Xi_{ja}|)\,\mathrm{sign}(\bar\Xi_{ja})` for
+    :math:`r = 1`); the ratio does not depend on the rescaling of the features and is 0
+    when the variance vanishes.
+
+    In the result of :meth:`test`, ``statistic`` is :math:`\mathrm{R\Phi SD}^2` (a
+    V-statistic, no factor ``n``), ``null_distribution`` the simulated draws divided by
+    ``n``, ``bootstrap`` is ``"gaussian-functional"`` (``"chi2-mixture"`` for
+    :math:`r = 2`), ``bandwidth`` the length scale :math:`\ell`. When the discrepancy
+    leaves the range of a double (``"l1-imq"`` or ``"l2-sechexp"`` in high dimension,
+    where importance weights and kernel values span hundreds of orders of magnitude),
+    ``statistic``, ``threshold`` and ``null_distribution`` are all reported multiplied by
+    a common factor :math:`e^{-2M}` named in ``method``; ``pvalue`` and ``reject`` do not
+    depend on it.
+
     See Also
     --------
     skstein.features.rfsd : the statistic as a function.
@@ -172,26 +194,10 @@ class RFSDTest(BaselineTestMixin, BaseEstimator):
                                     bandwidth=self.bandwidth, gamma=float(self.gamma),
                                     nu_df=float(self.nu_df))
 
-    def fit(self, X, y=None):
-        """Draw the random features, centred and scaled on ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-        y : None
-            Ignored; present for the scikit-learn API.
-
-        Returns
-        -------
-        self
-        """
-        self._check_params()
-        X = self._validate_X(X, reset=True)
+    def _fit(self, X):
         rng = as_generator(self.random_state)
         self.features_ = self._draw(X, rng.spawn(1)[0])
         self.bandwidth_ = self.features_.scale
-        return self
 
     def _prepare(self, X, feat_rng):
         self._check_params()
@@ -214,28 +220,7 @@ class RFSDTest(BaselineTestMixin, BaseEstimator):
             raise ValueError(f"the samples of model have {X0.shape[1]} features, X has {d}.")
         return X0, evaluate_score(self.model, X0, "model", check_tails=False)
 
-    def test(self, X):
-        """Run the test on ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-
-        Returns
-        -------
-        GOFTestResult
-            ``statistic`` is :math:`\\mathrm{R\\Phi SD}^2` (a V-statistic, no factor
-            ``n``), ``null_distribution`` the simulated draws divided by ``n``,
-            ``bootstrap`` is ``"gaussian-functional"`` (``"chi2-mixture"`` for
-            :math:`r = 2`), ``bandwidth`` the length scale :math:`\\ell`. When the
-            discrepancy leaves the range of a double (``"l1-imq"`` or
-            ``"l2-sechexp"`` in high dimension, where importance weights and kernel
-            values span hundreds of orders of magnitude), ``statistic``, ``threshold``
-            and ``null_distribution`` are all reported multiplied by a common factor
-            :math:`e^{-2M}` named in ``method``; ``pvalue`` and ``reject`` do not
-            depend on it.
-        """
+    def _test(self, X):
         rng = as_generator(self.random_state)
         feat_rng, model_rng, null_rng = rng.spawn(3)
         X, S, feats = self._prepare(X, feat_rng)
@@ -253,8 +238,6 @@ class RFSDTest(BaselineTestMixin, BaseEstimator):
         stat = float(rfsd_functional(mom.mean[None, :], feats.order, J, d)[0])
         null = gaussian_functional_null(cov, feats.order, J, d, int(self.n_simulate),
                                         null_rng) / n
-        pvalue = bootstrap_pvalue(stat, null)
-        threshold = bootstrap_threshold(null, self.alpha)
         factor = _restoring_factor(shift, stat, null)
         note = ""
         if factor is None:
@@ -263,35 +246,14 @@ class RFSDTest(BaselineTestMixin, BaseEstimator):
         null_name = "chi2-mixture" if feats.order == 2 else "gaussian-functional"
         cov_name = ("data" if self.null_samples is None
                     else f"{int(self.null_samples)} model samples")
-        return GOFTestResult(
-            statistic=stat * factor,
-            pvalue=float(pvalue),
-            threshold=threshold * factor,
-            reject=bool(pvalue <= self.alpha),
-            alpha=float(self.alpha),
+        return simulated_null_result(
+            stat, null, alpha=self.alpha,
             method=(f"RFSD ({self.feature}, J={J}, {null_name} null, covariance from "
                     f"{cov_name}{note})"),
-            n_samples=n,
-            bootstrap=null_name,
-            n_bootstrap=int(self.n_simulate),
-            bandwidth=float(feats.scale),
-            null_distribution=null * factor,
-        )
+            n_samples=n, bootstrap=null_name, n_bootstrap=self.n_simulate,
+            bandwidth=float(feats.scale), factor=factor)
 
-    def discrepancy(self, X):
-        """:math:`\\mathrm{R\\Phi SD}^2` of ``X`` with the fitted (or freshly drawn) features.
-
-        Can underflow to 0 or overflow to ``inf`` in high dimension (see :meth:`test`).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-
-        Returns
-        -------
-        float
-        """
+    def _discrepancy(self, X):
         X, S, feats = self._prepare(X, as_generator(self.random_state).spawn(3)[0])
         shift = rfsd_log_shift(X, feats, max_memory=self.max_memory)
         mom = rfsd_moments(X, S, feats, shift, second=False, max_memory=self.max_memory)
@@ -300,27 +262,7 @@ class RFSDTest(BaselineTestMixin, BaseEstimator):
         with np.errstate(over="ignore", under="ignore"):
             return float(stat * np.exp(2.0 * shift))
 
-    def score(self, X, y=None):
-        r"""Power criterion :math:`\mathrm{R\Phi SD}^2 / \hat\sigma_{H_1}` on ``X``.
-
-        :math:`\hat\sigma^2_{H_1} = \nabla F(\bar\Xi)^\top \hat\Sigma\, \nabla F(\bar\Xi)` is
-        the delta-method variance of :math:`\sqrt{n}\,\mathrm{R\Phi SD}^2` under H1
-        (:math:`\nabla F = 2\bar\Xi` for :math:`r = 2`,
-        :math:`2 (\sum_j |\bar\Xi_{ja}|)\,\mathrm{sign}(\bar\Xi_{ja})` for :math:`r = 1`).
-        The ratio does not depend on the rescaling of the features; 0 when the variance
-        vanishes.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-        y : None
-            Ignored; present for the scikit-learn API.
-
-        Returns
-        -------
-        float
-        """
+    def _score(self, X):
         X, S, feats = self._prepare(X, as_generator(self.random_state).spawn(3)[0])
         shift = rfsd_log_shift(X, feats, max_memory=self.max_memory)
         mom = rfsd_moments(X, S, feats, shift, max_memory=self.max_memory)

@@ -9,6 +9,7 @@ from .._result import RelativeTestResult
 from .._validation import (check_alpha, check_positive_int, check_samples,
                            sklearn_model_hint)
 from ..discrepancy import resolve_bandwidth
+from ..gof._common import FitMethod
 from ..kernels import RBF
 from ._base import RelativeMixin
 from ._stats import decide
@@ -16,7 +17,7 @@ from ._stats import decide
 __all__ = ["RelativeMMDTest"]
 
 
-class RelativeMMDTest(RelativeMixin, BaseEstimator):
+class RelativeMMDTest(FitMethod, RelativeMixin, BaseEstimator):
     r"""Relative MMD test of Bounliphone et al. (2016): is model Q closer to the data than P.
 
     Tests H0: :math:`\mathrm{MMD}^2(P, R) \le \mathrm{MMD}^2(Q, R)` against H1: Q is
@@ -99,25 +100,9 @@ class RelativeMMDTest(RelativeMixin, BaseEstimator):
                     f"its samples; got {type(model).__name__}." + sklearn_model_hint(model, name)
                 )
 
-    def fit(self, X, y=None):
-        """Resolve the bandwidth on ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-        y : None
-            Ignored; present for the scikit-learn API.
-
-        Returns
-        -------
-        self
-        """
-        self._check_params()
-        X = self._validate_X(X, reset=True)
+    def _fit(self, X):
         bw_rng = as_generator(self.random_state).spawn(1)[0]
         self.bandwidth_ = resolve_bandwidth(X, self.bandwidth, random_state=bw_rng)
-        return self
 
     def _samples(self, model, name, n, d, rng):
         if _is_sample_array(model):

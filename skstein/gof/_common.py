@@ -1,0 +1,128 @@
+"""What the baseline goodness-of-fit tests say once: their public methods and their results.
+
+:class:`SampleTestMethods` is the scikit-learn face of a test of one sample
+(``fit``, ``test``, ``discrepancy``, ``score``; :class:`FitMethod` alone for the
+relative tests); each test implements the hooks and documents, in its class docstring,
+what ``fit`` learns and what its result holds.
+:func:`simulated_null_result` is the result of a test whose null distribution is a set
+of simulated (bootstrap, permutation, Monte Carlo) draws of the statistic.
+"""
+
+from .._bootstrap import bootstrap_pvalue, bootstrap_threshold
+from .._result import GOFTestResult
+
+__all__ = ["FitMethod", "SampleTestMethods", "simulated_null_result"]
+
+
+def simulated_null_result(stat, null, *, alpha, method, n_samples, bootstrap, n_bootstrap,
+                          bandwidth, factor=1.0):
+    """The :class:`GOFTestResult` of the statistic ``stat`` against the null draws ``null``.
+
+    The p-value is :math:`(1 + \\#\\{\\text{null} \\ge \\text{stat}\\}) / (1 + B)` and the
+    threshold the :math:`1 - \\alpha` quantile of the draws. ``factor`` multiplies the
+    reported statistic, threshold and draws (a common rescaling that leaves the p-value
+    and the decision unchanged).
+    """
+    pvalue = bootstrap_pvalue(stat, null)
+    return GOFTestResult(
+        statistic=float(stat) * factor,
+        pvalue=float(pvalue),
+        threshold=bootstrap_threshold(null, alpha) * factor,
+        reject=bool(pvalue <= alpha),
+        alpha=float(alpha),
+        method=method,
+        n_samples=n_samples,
+        bootstrap=bootstrap,
+        n_bootstrap=int(n_bootstrap),
+        bandwidth=bandwidth,
+        null_distribution=null * factor,
+    )
+
+
+class FitMethod:
+    """``fit`` of a test whose fitting learns settings on a validated sample.
+
+    A test provides ``_check_params()``, ``_validate_X(X, reset)`` (from
+    :class:`~skstein.gof._base.SteinTestMixin` or the relative tests' mixin) and the
+    hook ``_fit(X)``, which learns the settings on the validated sample and sets the
+    fitted attributes.
+    """
+
+    def fit(self, X, y=None):
+        """Learn the test's settings on ``X`` (its fitted attributes).
+
+        The test's other methods then use them instead of learning them again on the
+        sample they are given; the class description says what is learned.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        self._fit(self._validate_X(X, reset=True))
+        return self
+
+
+class SampleTestMethods(FitMethod):
+    """``fit``, ``test``, ``discrepancy`` and ``score`` of a goodness-of-fit test.
+
+    Besides the hooks of :class:`FitMethod`, a test implements ``_test(X)``,
+    ``_discrepancy(X)`` and ``_score(X)``: they take the sample as given and use the
+    fitted settings, or learn them on the sample when the test is not fitted.
+    """
+
+    def test(self, X):
+        """Run the test on ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+
+        Returns
+        -------
+        GOFTestResult
+            The class description says what its fields hold for this test.
+        """
+        return self._test(X)
+
+    def discrepancy(self, X):
+        """The test statistic on ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+
+        Returns
+        -------
+        float
+        """
+        return self._discrepancy(X)
+
+    def score(self, X, y=None):
+        """Power criterion of the test on ``X``: higher means more power.
+
+        The statistic over an estimate of its standard deviation under the alternative
+        (the class description gives the formula), so that ``GridSearchCV`` picks the
+        most powerful settings.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        float
+        """
+        return self._score(X)
