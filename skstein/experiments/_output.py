@@ -1,9 +1,11 @@
-"""Writing experiment results: a CSV of the numbers next to a PNG plot."""
+"""Settings and output of the experiments: the run's configuration, a CSV of the numbers
+next to a PNG plot."""
 
 import csv
 import os
 
-__all__ = ["write_csv", "pyplot", "format_table"]
+__all__ = ["write_csv", "pyplot", "format_table", "run_config", "save_figure", "rate_panels",
+           "finish_rate_panels", "offset_rate_curves"]
 
 
 def write_csv(rows, path):
@@ -50,3 +52,57 @@ def format_table(rows, columns):
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
     return "\n".join(lines)
+
+
+def run_config(quick_cfg, full_cfg, quick, n_trials=None, **grids):
+    """The settings of a run: ``quick_cfg`` or ``full_cfg`` (copied), with the overrides.
+
+    ``n_trials`` replaces ``"n_trials"`` when given; each keyword of ``grids`` that is
+    not None replaces the grid of that name, as a tuple.
+    """
+    cfg = dict(quick_cfg if quick else full_cfg)
+    if n_trials is not None:
+        cfg["n_trials"] = n_trials
+    for name, values in grids.items():
+        if values is not None:
+            cfg[name] = tuple(values)
+    return cfg
+
+
+def save_figure(fig, path):
+    """Lay out ``fig``, write it to ``path`` (PNG, 120 dpi), close it; returns ``path``."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    pyplot().close(fig)
+    return path
+
+
+def rate_panels(n_panels, width, height):
+    """``(fig, axes)``: one row of ``n_panels`` panels of ``width`` x ``height`` inches each
+    (``axes`` of shape (1, n_panels)), or ``(None, None)`` without matplotlib."""
+    plt = pyplot()
+    if plt is None:
+        return None, None
+    return plt.subplots(1, n_panels, figsize=(width * n_panels, height), squeeze=False)
+
+
+def finish_rate_panels(fig, axes, path, legend_size="small"):
+    """Label the rejection rates of a row of panels (y axis of the first, legend in the
+    last) and save the figure to ``path``; returns ``path``."""
+    axes[0, 0].set_ylabel("rejection rate")
+    axes[0, -1].legend(fontsize=legend_size)
+    return save_figure(fig, path)
+
+
+def offset_rate_curves(ax, rows, methods, x, spread, markers="osD^v<>"):
+    """Each method's rejection rate (binomial error bars) against ``x``, on ``ax``.
+
+    ``rows`` are the rows of one panel. Methods often agree, so method ``k`` is shifted
+    sideways by ``(k - (len(methods) - 1) / 2) * spread`` and drawn with its own marker.
+    """
+    for k, method in enumerate(methods):
+        sub = [r for r in rows if r["method"] == method]
+        shift = (k - (len(methods) - 1) / 2) * spread
+        ax.errorbar([r[x] + shift for r in sub], [r["rejection_rate"] for r in sub],
+                    yerr=[r["stderr"] for r in sub], marker=markers[k % len(markers)],
+                    capsize=2, label=method)

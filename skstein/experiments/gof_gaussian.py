@@ -48,7 +48,7 @@ from .._random import spawn_seeds
 from ..distributions import Gaussian, Laplace, StudentT, gaussian_diffusion
 from ..gof import KSDTest, MaxSKSDTest
 from ._baselines import BASELINES, PAPER_BASELINES, make_baseline
-from ._output import pyplot
+from ._output import pyplot, run_config, save_figure
 from ._runner import draw_samples, rate_summary, run_trials
 
 __all__ = ["CASES", "OWN_METHODS", "METHODS", "methods", "setting", "make_test", "run_trial",
@@ -130,11 +130,7 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="aut
     unknown = [m for m in methods if m not in OWN_METHODS + BASELINES]
     if unknown:
         raise ValueError(f"methods: unknown {unknown}; choose from {OWN_METHODS + BASELINES}.")
-    cfg = dict(QUICK if quick else FULL)
-    if n_trials is not None:
-        cfg["n_trials"] = n_trials
-    if dims is not None:
-        cfg["dims"] = tuple(dims)
+    cfg = run_config(QUICK, FULL, quick, n_trials, dims=dims)
     rows = []
     settings = [(case, dim) for case in cases for dim in cfg["dims"]]
     roots = np.random.SeedSequence(random_state).spawn(len(settings))
@@ -196,7 +192,4 @@ def plot(rows, path):
     axes[1, 0].set_ylabel("mean discrepancy")
     axes[0, -1].legend(fontsize="x-small", ncol=2 if len(set(r["method"] for r in rows)) > 6
                        else 1)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

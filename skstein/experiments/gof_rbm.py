@@ -97,7 +97,7 @@ from .._random import spawn_seeds
 from ..distributions import GaussBernRBM
 from ..gof import KSDTest, MaxSKSDTest
 from ._baselines import BASELINES, PAPER_BASELINES, make_baseline
-from ._output import pyplot
+from ._output import pyplot, save_figure
 from ._runner import rate_summary, run_trials
 
 __all__ = ["SIGMAS", "OWN_METHODS", "METHODS", "STREAMING_METHODS", "RBMS", "rbm_pair",
@@ -311,7 +311,4 @@ def plot(rows, path):
     ax.set_title(f"Gauss-Bernoulli RBM (50 visible, 40 hidden), {protocol}{paper}",
                  fontsize="small")
     ax.legend(fontsize="x-small", ncol=2 if len({r["method"] for r in rows}) > 6 else 1)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

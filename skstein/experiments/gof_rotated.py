@@ -48,7 +48,7 @@ from scipy.stats import ortho_group
 from .._random import spawn_seeds
 from ..distributions import Gaussian
 from ..gof import KSDTest, MaxSKSDTest
-from ._output import pyplot
+from ._output import finish_rate_panels, rate_panels, run_config
 from ._runner import rate_summary, run_trials
 
 __all__ = ["CASES", "METHODS", "draw", "oracle", "make_test", "run_trial", "run", "plot"]
@@ -130,11 +130,7 @@ def run_trial(seed, case, dim, cfg, methods):
 def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="auto", cases=CASES,
         dims=None, methods=METHODS):
     """Run the experiment; one row per (case, dim, method)."""
-    cfg = dict(QUICK if quick else FULL)
-    if n_trials is not None:
-        cfg["n_trials"] = n_trials
-    if dims is not None:
-        cfg["dims"] = tuple(dims)
+    cfg = run_config(QUICK, FULL, quick, n_trials, dims=dims)
     settings = [(case, dim) for case in cases for dim in cfg["dims"]]
     roots = np.random.SeedSequence(random_state).spawn(len(settings))
     rows = []
@@ -155,11 +151,10 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="aut
 
 def plot(rows, path):
     """Rejection rate versus dimension per case, with binomial error bars."""
-    plt = pyplot()
-    if plt is None:
-        return None
     cases = [c for c in CASES if any(r["case"] == c for r in rows)]
-    fig, axes = plt.subplots(1, len(cases), figsize=(3.8 * len(cases), 3.6), squeeze=False)
+    fig, axes = rate_panels(len(cases), 3.8, 3.6)
+    if fig is None:
+        return None
     styles = {"identity": ":", "auto": "-", "oracle": "--"}
     for ax, case in zip(axes[0], cases):
         for method in dict.fromkeys(r["method"] for r in rows):
@@ -178,9 +173,4 @@ def plot(rows, path):
         ax.set_xlabel("dimension")
         if case == "null":
             ax.axhline(0.05, color="grey", lw=0.8, ls="--")
-    axes[0, 0].set_ylabel("rejection rate")
-    axes[0, -1].legend(fontsize="xx-small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return finish_rate_panels(fig, axes, path, legend_size="xx-small")

@@ -16,7 +16,7 @@ import numpy as np
 
 from .._random import spawn_seeds
 from ..distributions import Gaussian
-from ._output import pyplot
+from ._output import finish_rate_panels, rate_panels, run_config
 from ._runner import draw_samples, rate_summary, run_trials
 from .gof_gaussian import make_test
 
@@ -60,9 +60,7 @@ def run_trial(seed, kind, shift, cfg, methods):
 def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0,
         verbose="auto", methods=METHODS):
     """Run the experiment; one row per (kind, shift, method)."""
-    cfg = dict(QUICK if quick else FULL)
-    if n_trials is not None:
-        cfg["n_trials"] = n_trials
+    cfg = run_config(QUICK, FULL, quick, n_trials)
     settings = [(kind, s) for kind in KINDS for s in cfg["shifts"][kind]]
     roots = np.random.SeedSequence(random_state).spawn(len(settings))
     rows = []
@@ -87,11 +85,10 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0,
 
 def plot(rows, path):
     """Rejection rate versus shift, one panel per kind."""
-    plt = pyplot()
-    if plt is None:
-        return None
     kinds = [k for k in KINDS if any(r["kind"] == k for r in rows)]
-    fig, axes = plt.subplots(1, len(kinds), figsize=(4 * len(kinds), 3.4), squeeze=False)
+    fig, axes = rate_panels(len(kinds), 4, 3.4)
+    if fig is None:
+        return None
     for ax, kind in zip(axes[0], kinds):
         for method in dict.fromkeys(r["method"] for r in rows):
             sub = [r for r in rows if r["kind"] == kind and r["method"] == method]
@@ -101,9 +98,4 @@ def plot(rows, path):
         ax.set_ylim(-0.03, 1.03)
         ax.set_xlabel("mean of x_1" if kind == "mean" else "variance of x_1")
         ax.set_title(f"single-dimension {kind} shift, D = 50", fontsize="small")
-    axes[0, 0].set_ylabel("rejection rate")
-    axes[0, -1].legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return finish_rate_panels(fig, axes, path)

@@ -106,7 +106,7 @@ from ..directions import _Adam
 from ..distributions import ICA
 from ..kernels import whitening
 from ..learning import KSDLoss, MaxSKSDLoss
-from ._output import pyplot
+from ._output import pyplot, save_figure
 from ._runner import run_settings
 
 __all__ = ["METHODS", "OPTIONAL_METHODS", "FULL", "QUICK", "make_problem", "train",
@@ -369,7 +369,4 @@ def plot(rows, path):
     axes[1].set_yscale("symlog", linthresh=0.1)
     axes[1].yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
     axes[1].legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -83,7 +83,7 @@ from .._random import spawn_seeds
 from ..discrete import bag_of_words
 from ..distributions import LDA
 from ..relative import RelativeKSDTest, RelativeMMDTest
-from ._output import pyplot
+from ._output import finish_rate_panels, offset_rate_curves, rate_panels, run_config
 from ._runner import rate_summary, run_trials
 
 __all__ = ["CASES", "METHODS", "problem", "failure_order", "make_test", "run_trial", "run",
@@ -209,11 +209,7 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="aut
     ``(case, n)`` draw from a stream of their own, so a part gives the rows of the full
     run.
     """
-    cfg = dict(QUICK if quick else FULL)
-    if n_trials is not None:
-        cfg["n_trials"] = n_trials
-    if ns is not None:
-        cfg["ns"] = tuple(ns)
+    cfg = run_config(QUICK, FULL, quick, n_trials, ns=ns)
     settings = [(case, n) for case in cases
                 for n in (H0_NS if case == "h0" and not quick and ns is None else cfg["ns"])]
     base = np.random.SeedSequence(random_state)
@@ -237,29 +233,19 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="aut
 
 def plot(rows, path):
     """Rejection rate versus n, one panel per case."""
-    plt = pyplot()
-    if plt is None:
-        return None
     cases = [c for c in CASES if any(r["case"] == c for r in rows)]
-    fig, axes = plt.subplots(1, len(cases), figsize=(3.8 * len(cases), 3.4), squeeze=False)
+    fig, axes = rate_panels(len(cases), 3.8, 3.4)
+    if fig is None:
+        return None
     methods = list(dict.fromkeys(r["method"] for r in rows))
     ns = sorted({r["n"] for r in rows})
     spread = 0.015 * (ns[-1] - ns[0] if len(ns) > 1 else ns[0])
     for ax, case in zip(axes[0], cases):
-        for k, method in enumerate(methods):
-            sub = [r for r in rows if r["case"] == case and r["method"] == method]
-            shift = (k - (len(methods) - 1) / 2) * spread
-            ax.errorbar([r["n"] + shift for r in sub], [r["rejection_rate"] for r in sub],
-                        yerr=[r["stderr"] for r in sub], marker="osD^v"[k % 5], capsize=2,
-                        label=method)
+        offset_rate_curves(ax, [r for r in rows if r["case"] == case], methods, "n", spread,
+                           markers="osD^v")
         ax.set_title(TITLES[case], fontsize="small")
         ax.set_xlabel("n (documents)")
         ax.set_ylim(-0.03, 1.03)
         if "h0" in case:
             ax.axhline(0.05, color="grey", lw=0.8, ls="--")
-    axes[0, 0].set_ylabel("rejection rate")
-    axes[0, -1].legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return finish_rate_panels(fig, axes, path)

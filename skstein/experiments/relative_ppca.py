@@ -44,7 +44,7 @@ from .._random import spawn_seeds
 from ..distributions import PPCA
 from ..relative import RelativeKSDTest, RelativeMMDTest
 from ..samplers import HMC
-from ._output import pyplot
+from ._output import finish_rate_panels, offset_rate_curves, rate_panels, run_config
 from ._runner import draw_samples, rate_summary, run_trials
 
 __all__ = ["CASES", "METHODS", "problem", "make_test", "run_trial", "run", "plot"]
@@ -124,11 +124,7 @@ def run_trial(seed, case, n, methods, n_posterior_samples, burn_in):
 def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="auto", cases=CASES,
         methods=METHODS, ns=None):
     """Run the experiment; one row per (case, n, method)."""
-    cfg = dict(QUICK if quick else FULL)
-    if n_trials is not None:
-        cfg["n_trials"] = n_trials
-    if ns is not None:
-        cfg["ns"] = tuple(ns)
+    cfg = run_config(QUICK, FULL, quick, n_trials, ns=ns)
     settings = [(case, n) for case in cases for n in cfg["ns"]]
     roots = np.random.SeedSequence(random_state).spawn(len(settings))
     rows = []
@@ -150,30 +146,18 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="aut
 
 def plot(rows, path):
     """Rejection rate versus n, one panel per case."""
-    plt = pyplot()
-    if plt is None:
-        return None
     cases = [c for c in CASES if any(r["case"] == c for r in rows)]
-    fig, axes = plt.subplots(1, len(cases), figsize=(4.2 * len(cases), 3.4), squeeze=False)
+    fig, axes = rate_panels(len(cases), 4.2, 3.4)
+    if fig is None:
+        return None
     methods = list(dict.fromkeys(r["method"] for r in rows))
     ns = sorted({r["n"] for r in rows})
-    # methods often agree; a small horizontal offset and distinct markers keep all visible
     spread = 0.015 * (ns[-1] - ns[0] if len(ns) > 1 else ns[0])
     for ax, case in zip(axes[0], cases):
-        for k, method in enumerate(methods):
-            sub = [r for r in rows if r["case"] == case and r["method"] == method]
-            shift = (k - (len(methods) - 1) / 2) * spread
-            ax.errorbar([r["n"] + shift for r in sub], [r["rejection_rate"] for r in sub],
-                        yerr=[r["stderr"] for r in sub], marker="osD^v<>"[k % 7], capsize=2,
-                        label=method)
+        offset_rate_curves(ax, [r for r in rows if r["case"] == case], methods, "n", spread)
         ax.set_title(TITLES[case], fontsize="small")
         ax.set_xlabel("n")
         ax.set_ylim(-0.03, 1.03)
         if case != "h1":
             ax.axhline(0.05, color="grey", lw=0.8, ls="--")
-    axes[0, 0].set_ylabel("rejection rate")
-    axes[0, -1].legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return finish_rate_panels(fig, axes, path)

@@ -28,7 +28,7 @@ from ..discrepancy import DEFAULT_MAX_MEMORY, resolve_bandwidth
 from ..kernels import make_kernel
 from ..relative._ksd import _relative_result
 from ..samplers import HMC, MALA, initial_state
-from ._output import pyplot
+from ._output import pyplot, run_config, save_figure
 from ._runner import draw_samples, rate_summary, run_trials
 from .relative_ppca import problem
 
@@ -90,9 +90,7 @@ def run_trial(seed, n, burn_ins, ms, alpha=0.05):
 
 def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="auto"):
     """Run the study; one row per (m, burn-in)."""
-    cfg = dict(QUICK if quick else FULL)
-    if n_trials is not None:
-        cfg["n_trials"] = n_trials
+    cfg = run_config(QUICK, FULL, quick, n_trials)
     out = run_trials(run_trial, cfg["n_trials"],
                      args=(cfg["n"], tuple(cfg["burn_ins"]), tuple(cfg["ms"])),
                      random_state=random_state, n_jobs=n_jobs, verbose=verbose,
@@ -126,7 +124,4 @@ def plot(rows, path):
     ax.set_ylim(-0.03, 1.03)
     ax.set_title("LKSD: poor sampler for P, HMC for Q", fontsize="small")
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

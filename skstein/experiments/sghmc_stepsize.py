@@ -68,7 +68,7 @@ from ..distributions import Gaussian
 from ..gof import KSDTest, MaxSKSDTest
 from ..ranking import rank_samples
 from ..samplers import SGHMC
-from ._output import pyplot
+from ._output import pyplot, save_figure
 from ._runner import run_settings
 
 __all__ = ["METHODS", "FULL", "QUICK", "make_target", "kl_gaussian_fit", "kept_state_law",
@@ -316,7 +316,4 @@ def plot(rows, path):
         ax.set_xlabel("step size")
     axes[0, 0].set_ylabel("discrepancy (lower is better)")
     axes[0, -1].legend(fontsize="x-small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -44,7 +44,7 @@ import numpy as np
 
 from ..distributions import Gaussian
 from ..svgd import SVGD, SlicedSVGD
-from ._output import pyplot
+from ._output import pyplot, save_figure
 from ._runner import run_settings
 
 __all__ = ["run", "plot", "run_trial", "PARTS"]
@@ -204,7 +204,4 @@ def plot(rows, path):
         ax.set_ylabel("particle variance")
     if conv_dims:
         axes[2].legend(fontsize="xx-small", ncol=1)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
