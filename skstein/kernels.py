@@ -94,7 +94,8 @@ def inverse_square(h):
 
 
 class _RadialKernel:
-    """Shared algebra of radial kernels; subclasses define :meth:`profile`."""
+    """Shared algebra of radial kernels; subclasses define ``_profile`` (the radial
+    profile and its derivatives at a float64 array of squared distances)."""
 
     name = None
     code = -1
@@ -122,6 +123,10 @@ class _RadialKernel:
             The radial profile and its first two derivatives in ``t``, shaped like
             ``sqdist``.
         """
+        return self._profile(np.asarray(sqdist, dtype=np.float64))
+
+    def _profile(self, t):
+        """:meth:`profile` at a float64 array ``t`` of squared distances."""
         raise NotImplementedError
 
     def __call__(self, X, Y):
@@ -207,21 +212,7 @@ class RBF(_RadialKernel):
     def _params(self):
         return (self.code, self.bandwidth, 0.0)
 
-    def profile(self, sqdist):
-        """Return :math:`\\kappa(t), \\kappa'(t), \\kappa''(t)` at squared distances ``t``.
-
-        Parameters
-        ----------
-        sqdist : array-like
-            Squared distances :math:`t = \\|x - y\\|^2`.
-
-        Returns
-        -------
-        k, k1, k2 : ndarray
-            The radial profile and its first two derivatives in ``t``, shaped like
-            ``sqdist``.
-        """
-        sqdist = np.asarray(sqdist, dtype=np.float64)
+    def _profile(self, sqdist):
         inv = 0.5 * inverse_square(self.bandwidth)
         k = np.exp(-sqdist * inv)
         k1 = -inv * k
@@ -254,21 +245,7 @@ class IMQ(_RadialKernel):
     def _params(self):
         return (self.code, self.bandwidth, self.beta)
 
-    def profile(self, sqdist):
-        """Return :math:`\\kappa(t), \\kappa'(t), \\kappa''(t)` at squared distances ``t``.
-
-        Parameters
-        ----------
-        sqdist : array-like
-            Squared distances :math:`t = \\|x - y\\|^2`.
-
-        Returns
-        -------
-        k, k1, k2 : ndarray
-            The radial profile and its first two derivatives in ``t``, shaped like
-            ``sqdist``.
-        """
-        sqdist = np.asarray(sqdist, dtype=np.float64)
+    def _profile(self, sqdist):
         inv = inverse_square(self.bandwidth)
         b = self.beta
         base = 1.0 + sqdist * inv
