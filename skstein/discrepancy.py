@@ -22,6 +22,7 @@ from scipy.linalg import blas
 from sklearn.utils.validation import check_array
 
 from ._threads import numba_threads
+from ._xp import namespace_of, to_host
 from ._numba.sliced import IMQ as _SLICED_IMQ
 from ._numba.sliced import RBF as _SLICED_RBF
 from ._numba.learning import sliced_grad_upper
@@ -334,12 +335,28 @@ def resolve_bandwidth(X, bandwidth, *, random_state=None, max_points=2000):
 
 
 def _prepare(X, model, kernel, bandwidth, kernel_params, random_state):
-    X = check_samples(X)
+    """Validated ``X``, its scores and the kernel; arrays of another Array API library
+    than NumPy (under scikit-learn's ``array_api_dispatch``) stay in their namespace."""
+    xp = namespace_of(X)
     check_choice(kernel, "kernel", KERNELS)
-    h = resolve_bandwidth(X, bandwidth, random_state=random_state)
-    kern = make_kernel(kernel, h, kernel_params)
-    S = evaluate_score(model, X)
-    return X, S, kern
+    if xp is None:
+        X = check_samples(X)
+        h = resolve_bandwidth(X, bandwidth, random_state=random_state)
+        return X, evaluate_score(model, X), make_kernel(kernel, h, kernel_params)
+    from ._xp_stein import xp_check_samples, xp_evaluate_score
+
+    X = xp_check_samples(X, xp)
+    h = resolve_bandwidth(to_host(X), bandwidth, random_state=random_state)
+    return X, xp_evaluate_score(model, X, xp), make_kernel(kernel, h, kernel_params)
+
+
+def _one_pass(X, S, kern, max_memory):
+    """The :class:`SteinSums` of one kernel, on the engine of ``X``'s arrays."""
+    if namespace_of(X) is None:
+        return stein_sums(X, S, kern, max_memory=max_memory)
+    from ._xp_stein import xp_sums_and_forms
+
+    return xp_sums_and_forms(X, S, (kern,), None, max_memory=max_memory)[0][0]
 
 
 def ksd(X, model, *, kernel="rbf", bandwidth="median", kernel_params=None, statistic="u",
@@ -349,6 +366,10 @@ def ksd(X, model, *, kernel="rbf", bandwidth="median", kernel_params=None, stati
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
+        NumPy data run the numba kernels; an array of another Array API library
+        (CuPy, PyTorch) under scikit-learn's ``array_api_dispatch`` is computed with
+        that library on its device (the model's score must return the same library's
+        arrays), with the same value to rounding.
     model : distribution or callable
         An object with ``grad_logpdf(X)`` or a callable returning the score
         ``grad log p`` at each row of ``X``.
@@ -370,7 +391,7 @@ def ksd(X, model, *, kernel="rbf", bandwidth="median", kernel_params=None, stati
     """
     check_choice(statistic, "statistic", ("u", "v"))
     X, S, kern = _prepare(X, model, kernel, bandwidth, kernel_params, random_state)
-    return stein_sums(X, S, kern, max_memory=max_memory).statistic(statistic)
+    return _one_pass(X, S, kern, max_memory).statistic(statistic)
 
 
 def ksd_power_criterion(X, model, *, kernel="rbf", bandwidth="median", kernel_params=None,
@@ -406,7 +427,7 @@ def ksd_power_criterion(X, model, *, kernel="rbf", bandwidth="median", kernel_pa
     if X.shape[0] < 3:
         raise ValueError(f"X needs at least 3 samples for the power criterion, got "
                          f"{X.shape[0]}: with 2 its variance estimate is always 0.")
-    return stein_sums(X, S, kern, max_memory=max_memory).power_criterion(eps)
+    return _one_pass(X, S, kern, max_memory).power_criterion(eps)
 
 
 def stein_matrix(X, model, *, kernel="rbf", bandwidth="median", kernel_params=None,
@@ -433,8 +454,15 @@ def stein_matrix(X, model, *, kernel="rbf", bandwidth="median", kernel_params=No
     Returns
     -------
     ndarray of shape (n_samples, n_samples)
+        In ``X``'s namespace: for an array of another Array API library (CuPy, PyTorch)
+        under scikit-learn's ``array_api_dispatch``, an array of that library on ``X``'s
+        device, computed there.
     """
     X, S, kern = _prepare(X, model, kernel, bandwidth, kernel_params, random_state)
+    if namespace_of(X) is not None:
+        from ._xp_stein import xp_stein_matrix
+
+        return xp_stein_matrix(X, S, kern)
     res = stein_sums(X, S, kern, return_matrix=True)
     H = res.upper + res.upper.T
     H[np.diag_indices_from(H)] = res.diag

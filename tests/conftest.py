@@ -1,3 +1,10 @@
+import os
+
+# scikit-learn's Array API dispatch (tests/test_array_api.py) needs SciPy's Array API
+# support, switched on by this variable before SciPy is first imported; NumPy inputs
+# behave the same with it.
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
 import numpy as np
 import pytest
 

@@ -7,25 +7,15 @@ from .._bootstrap import bootstrap_pvalue, bootstrap_threshold, bootstrap_weight
 from .._estimator import discrete_input_tags
 from .._random import as_generator
 from .._result import GOFTestResult
-from .._validation import (
-    check_bandwidth_rule,
-    check_positive_int,
-    check_samples,
-    check_whiten,
-    evaluate_score,
-)
-from ..discrepancy import (
-    DEFAULT_MAX_MEMORY,
-    resolve_bandwidth,
-    resolve_bandwidths,
-    stein_sums,
-    stein_sums_and_forms,
-)
+from .._engines import select_engine
+from .._validation import check_bandwidth_rule, check_positive_int, check_whiten
+from .._xp import is_device_array
+from ..discrepancy import DEFAULT_MAX_MEMORY, resolve_bandwidth, resolve_bandwidths
 from ..kernels import GRID_TOP, make_kernel, warn_vanishing_kernels, whitening
 from . import _discrete
 from ._base import SteinTestMixin, aggregated_result, is_fitted
 
-__all__ = ["KSDTest"]
+__all__ = ["KSDTest", "LangevinKSD", "DiscreteKSD", "select_ksd_engine"]
 
 
 #: Width, in log-bandwidth, of the ``"centred"`` weights: a weight falls to
@@ -205,6 +195,12 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         Number of features seen in :meth:`fit`.
     operator_ : str
         With a discrete model: the operator used.
+    engine_ : LangevinKSD or DiscreteKSD
+        How the test computes, chosen by :meth:`fit` from the model and the data:
+        the discrete operators for a discrete model; else the Langevin operator on
+        the numba kernels for NumPy data, or with the data's own library and device
+        for arrays of another Array API library (CuPy, PyTorch) under scikit-learn's
+        ``array_api_dispatch`` (see the "Performance" guide). Every method calls it.
 
     See Also
     --------
@@ -319,10 +315,17 @@ class KSDTest(SteinTestMixin, BaseEstimator):
             return float(h[0]), kernels[0], tuple(labels), white, None
         return h, kernels, tuple(labels), white, weights
 
+    def _engine(self, X):
+        """The fitted engine, or (unfitted) the one the model and ``X`` call for."""
+        if is_fitted(self):
+            return self.engine_
+        return select_ksd_engine(self, X)
+
     def fit(self, X, y=None):
         """Resolve the bandwidth (or the collection of bandwidths) on ``X``.
 
-        With ``whiten``, also the whitening of ``X``.
+        With ``whiten``, also the whitening of ``X``. The engine that computes
+        (``engine_``) is chosen here, from the model and ``X``.
 
         Parameters
         ----------
@@ -333,40 +336,10 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         -------
         self
         """
-        if _discrete.discrete_operator(self) is not None:
-            self._check_discrete_weights()
-            return _discrete.fit(self, X)
-        self._check_common_params()
-        self._geometries()
-        X = self._validate_X(X, reset=True)
-        rng = as_generator(self.random_state)
-        (self.bandwidth_, self.kernel_, self.geometries_, self.whitening_,
-         self.bandwidth_weights_) = self._resolve_kernels(X, rng)
+        engine = select_ksd_engine(self, X)
+        engine.fit(self, X)
+        self.engine_ = engine
         return self
-
-    def _prepare(self, X, rng):
-        """Validated X, the fitted (or resolved) kernel(s) and the geometries' parts.
-
-        Each part is ``(points, scores, kernels)`` in one geometry: the data and the
-        model's scores, or their whitened images.
-        """
-        self._check_common_params()
-        self._geometries()
-        if is_fitted(self):
-            X = self._validate_X(X, reset=False)
-            kern, labels, white = self.kernel_, self.geometries_, self.whitening_
-            weights = self.bandwidth_weights_
-        else:
-            X = check_samples(X)
-            _, kern, labels, white, weights = self._resolve_kernels(X, rng)
-        S = evaluate_score(self.model, X, "model")
-        kernels = kern if isinstance(kern, tuple) else (kern,)
-        parts = []
-        for geometry in dict.fromkeys(labels):
-            ks = tuple(k for k, g in zip(kernels, labels) if g == geometry)
-            parts.append((X @ white[0], S @ white[1], ks) if geometry == "whitened"
-                         else (X, S, ks))
-        return X, kern, labels, parts, weights
 
     def test(self, X):
         """Run the test on ``X``.
@@ -387,58 +360,7 @@ class KSDTest(SteinTestMixin, BaseEstimator):
             ``whiten="aggregate"``, ``labels`` names the geometry (``"euclidean"`` or
             ``"whitened"``) of each bandwidth.
         """
-        if _discrete.discrete_operator(self) is not None:
-            self._check_discrete_weights()
-            return _discrete.test(self, X)
-        rng = as_generator(self.random_state)
-        bw_rng, boot_rng = rng.spawn(2)
-        X, kern, labels, parts, weights = self._prepare(X, bw_rng)
-        n = X.shape[0]
-        V = bootstrap_weights(self.bootstrap, n, self.n_bootstrap, boot_rng, self.statistic)
-        sums, nulls = [], []
-        for Xg, Sg, ks in parts:
-            part_sums, part_null = stein_sums_and_forms(Xg, Sg, ks, V,
-                                                        max_memory=self.max_memory)
-            sums += part_sums
-            nulls.append(part_null)
-        null = nulls[0] if len(nulls) == 1 else np.concatenate(nulls, axis=1)
-        if self.statistic == "v":
-            null += (V * V) @ np.stack([s.diag for s in sums], axis=1)
-        stats = np.array([s.statistic(self.statistic) for s in sums])
-        kernels = tuple(k for _, _, ks in parts for k in ks)
-        method = f"KSD ({kernels[0].name}, {self.statistic}-statistic, {self.bootstrap} bootstrap"
-        if len(parts) == 1 and labels[0] == "whitened":
-            method += ", whitened"
-        common = dict(alpha=float(self.alpha), n_samples=n, bootstrap=self.bootstrap,
-                      n_bootstrap=int(self.n_bootstrap))
-        if not isinstance(kern, tuple):
-            pvalue = bootstrap_pvalue(stats[0], null[:, 0])
-            return GOFTestResult(
-                statistic=float(stats[0]),
-                pvalue=float(pvalue),
-                threshold=bootstrap_threshold(null[:, 0], self.alpha),
-                reject=bool(pvalue <= self.alpha),
-                method=method + ")",
-                bandwidth=kern.bandwidth,
-                null_distribution=null[:, 0],
-                **common,
-            )
-        if len(parts) > 1:
-            per = len(kernels) // len(parts)
-            method += (f", aggregated over {len(parts)} geometries x {per} "
-                       f"bandwidth{'s' if per > 1 else ''})")
-            common["labels"] = labels
-        else:
-            method += f", aggregated over {len(kernels)} bandwidths)"
-        if weights is not None:
-            method = method[:-1] + ", weighted)"
-        return aggregated_result(stats, null, method, [k.bandwidth for k in kernels],
-                                 weights=weights, **common)
-
-    def _all_sums(self, X):
-        _, kern, _, parts, _ = self._prepare(X, as_generator(self.random_state))
-        return [stein_sums(Xg, Sg, k, max_memory=self.max_memory)
-                for Xg, Sg, ks in parts for k in ks], isinstance(kern, tuple)
+        return self._engine(X).test(self, X)
 
     def discrepancy(self, X):
         """The squared KSD of ``X`` to the model (the test statistic).
@@ -454,11 +376,7 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         -------
         float or ndarray of shape (n_bandwidths,)
         """
-        if _discrete.discrete_operator(self) is not None:
-            return _discrete.discrepancy(self, X)
-        sums, aggregated = self._all_sums(X)
-        values = np.array([s.statistic(self.statistic) for s in sums])
-        return values if aggregated else float(values[0])
+        return self._engine(X).discrepancy(self, X)
 
     def score(self, X, y=None):
         r"""Test-power criterion on ``X``: :math:`\mathrm{KSD}^2_U / \hat\sigma_{H_1}`.
@@ -479,7 +397,167 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         -------
         float
         """
-        if _discrete.discrete_operator(self) is not None:
-            return _discrete.score(self, X)
-        sums, _ = self._all_sums(X)
+        return self._engine(X).score(self, X)
+
+
+class LangevinKSD:
+    """:class:`KSDTest` for a continuous model (the Langevin Stein operator).
+
+    Computes through ``compute``, a :class:`~skstein._engines.NumbaEngine` (NumPy data,
+    numba kernels) or :class:`~skstein._engines.ArrayAPIEngine` (arrays of another
+    library under scikit-learn's ``array_api_dispatch``). Bandwidths and whitening are
+    resolved on the host; the bootstrap weights are drawn there from the estimator's
+    seed, so both give the same p-values.
+    """
+
+    def __init__(self, compute):
+        self.compute = compute
+
+    def __repr__(self):
+        return f"LangevinKSD({self.compute!r})"
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.compute == self.compute
+
+    __hash__ = None
+
+    def fit(self, est, X):
+        est._check_common_params()
+        est._geometries()
+        X = self.compute.validate(est, X, reset=True)
+        rng = as_generator(est.random_state)
+        (est.bandwidth_, est.kernel_, est.geometries_, est.whitening_,
+         est.bandwidth_weights_) = est._resolve_kernels(self.compute.host(X), rng)
+
+    def _prepare(self, est, X, rng):
+        """Validated X, the fitted (or resolved) kernel(s) and the geometries' parts.
+
+        Each part is ``(points, scores, kernels)`` in one geometry: the data and the
+        model's scores, or their whitened images.
+        """
+        est._check_common_params()
+        est._geometries()
+        if is_fitted(est):
+            X = self.compute.validate(est, X, reset=False)
+            kern, labels, white = est.kernel_, est.geometries_, est.whitening_
+            weights = est.bandwidth_weights_
+        else:
+            X = self.compute.check_samples(X)
+            _, kern, labels, white, weights = est._resolve_kernels(self.compute.host(X), rng)
+        S = self.compute.scores(est.model, X, "model")
+        kernels = kern if isinstance(kern, tuple) else (kern,)
+        parts = []
+        for geometry in dict.fromkeys(labels):
+            ks = tuple(k for k, g in zip(kernels, labels) if g == geometry)
+            if geometry == "whitened":
+                A, B = (self.compute.like(w, X) for w in white)
+                parts.append((X @ A, S @ B, ks))
+            else:
+                parts.append((X, S, ks))
+        return X, kern, labels, parts, weights
+
+    def test(self, est, X):
+        rng = as_generator(est.random_state)
+        bw_rng, boot_rng = rng.spawn(2)
+        X, kern, labels, parts, weights = self._prepare(est, X, bw_rng)
+        n = X.shape[0]
+        V = bootstrap_weights(est.bootstrap, n, est.n_bootstrap, boot_rng, est.statistic)
+        sums, nulls = [], []
+        for Xg, Sg, ks in parts:
+            part_sums, part_null = self.compute.sums_and_forms(Xg, Sg, ks, V,
+                                                               max_memory=est.max_memory)
+            sums += part_sums
+            nulls.append(part_null)
+        null = nulls[0] if len(nulls) == 1 else np.concatenate(nulls, axis=1)
+        if est.statistic == "v":
+            null += (V * V) @ np.stack([s.diag for s in sums], axis=1)
+        stats = np.array([s.statistic(est.statistic) for s in sums])
+        kernels = tuple(k for _, _, ks in parts for k in ks)
+        method = f"KSD ({kernels[0].name}, {est.statistic}-statistic, {est.bootstrap} bootstrap"
+        if len(parts) == 1 and labels[0] == "whitened":
+            method += ", whitened"
+        common = dict(alpha=float(est.alpha), n_samples=n, bootstrap=est.bootstrap,
+                      n_bootstrap=int(est.n_bootstrap))
+        if not isinstance(kern, tuple):
+            pvalue = bootstrap_pvalue(stats[0], null[:, 0])
+            return GOFTestResult(
+                statistic=float(stats[0]),
+                pvalue=float(pvalue),
+                threshold=bootstrap_threshold(null[:, 0], est.alpha),
+                reject=bool(pvalue <= est.alpha),
+                method=method + ")",
+                bandwidth=kern.bandwidth,
+                null_distribution=null[:, 0],
+                **common,
+            )
+        if len(parts) > 1:
+            per = len(kernels) // len(parts)
+            method += (f", aggregated over {len(parts)} geometries x {per} "
+                       f"bandwidth{'s' if per > 1 else ''})")
+            common["labels"] = labels
+        else:
+            method += f", aggregated over {len(kernels)} bandwidths)"
+        if weights is not None:
+            method = method[:-1] + ", weighted)"
+        return aggregated_result(stats, null, method, [k.bandwidth for k in kernels],
+                                 weights=weights, **common)
+
+    def _all_sums(self, est, X):
+        _, kern, _, parts, _ = self._prepare(est, X, as_generator(est.random_state))
+        sums = [s for Xg, Sg, ks in parts
+                for s in self.compute.sums_and_forms(Xg, Sg, ks, None,
+                                                     max_memory=est.max_memory)[0]]
+        return sums, isinstance(kern, tuple)
+
+    def discrepancy(self, est, X):
+        sums, aggregated = self._all_sums(est, X)
+        values = np.array([s.statistic(est.statistic) for s in sums])
+        return values if aggregated else float(values[0])
+
+    def score(self, est, X):
+        sums, _ = self._all_sums(est, X)
         return float(max(s.power_criterion() for s in sums))
+
+
+class DiscreteKSD:
+    """:class:`KSDTest` for a discrete model (difference or Zanella-Barker operator):
+    the computation of :mod:`skstein.gof._discrete`, on NumPy data."""
+
+    def __repr__(self):
+        return "DiscreteKSD()"
+
+    def __eq__(self, other):
+        return type(other) is type(self)
+
+    __hash__ = None
+
+    def _check(self, est, X):
+        if is_device_array(X):
+            raise ValueError("X must be a NumPy array for a discrete model: the discrete "
+                             "Stein operators run on the CPU only.")
+        est._check_discrete_weights()
+
+    def fit(self, est, X):
+        self._check(est, X)
+        _discrete.fit(est, X)
+
+    def test(self, est, X):
+        self._check(est, X)
+        return _discrete.test(est, X)
+
+    def discrepancy(self, est, X):
+        self._check(est, X)
+        return _discrete.discrepancy(est, X)
+
+    def score(self, est, X):
+        self._check(est, X)
+        return _discrete.score(est, X)
+
+
+def select_ksd_engine(est, X):
+    """The engine of :class:`KSDTest` for its model and data ``X``: discrete models get
+    :class:`DiscreteKSD`, continuous ones :class:`LangevinKSD` on the compute engine of
+    ``X`` (:func:`skstein._engines.select_engine`)."""
+    if _discrete.discrete_operator(est) is not None:
+        return DiscreteKSD()
+    return LangevinKSD(select_engine(X))

@@ -3,6 +3,7 @@
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from .._engines import select_engine
 from .._estimator import discrete_input_tags, is_fitted
 from .._random import as_generator
 from .._result import RelativeTestResult
@@ -12,7 +13,6 @@ from .._validation import (
     check_bool,
     check_choice,
     check_positive_int,
-    check_samples,
     check_whiten,
     resolve_score,
     sklearn_model_hint,
@@ -25,7 +25,6 @@ from ..discrepancy import (
     resolve_bandwidths,
     sliced_stein_sums,
     stein_sums,
-    stein_sums_and_forms,
 )
 from ..kernels import KERNELS, bandwidth_factor_grid, make_kernel, median_bandwidth_1d, whitening
 from . import _discrete
@@ -284,6 +283,12 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         fitted kernel.
     whitening_ : tuple (A, B) of ndarrays of shape (n_features, n_features) or None
         The whitening of the data given to :meth:`fit`; None for ``whiten=False``.
+    engine_ : NumbaEngine or ArrayAPIEngine
+        Where the Stein sums are computed, chosen by :meth:`fit` from the data: the
+        numba kernels for NumPy data; for arrays of another Array API library (CuPy,
+        PyTorch) under scikit-learn's ``array_api_dispatch``, that library on the
+        data's device (the KSD comparison with exact scores; the maxSKSD comparison
+        and posterior scores need NumPy data). Not set for a discrete model.
     directions_ : tuple
         With ``discrepancy="maxsksd"``: ``((G_p, R_p, h_p), (G_q, R_q, h_q))``, each
         model's directions, slices and per-direction bandwidths learned by :meth:`fit`.
@@ -422,11 +427,13 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         if _discrete.discrete_operator(self) is not None:
             return _discrete.fit(self, X)
         self._check_params()
-        X = self._validate_X(X, reset=True)
+        compute = self._check_engine(select_engine(X))
+        X = compute.validate(self, X, reset=True, min_samples=3)
+        self.engine_ = compute
         rngs = self._rngs()
         if self.discrepancy == "ksd":
             self.bandwidth_, self.kernel_, self.geometries_, self.whitening_ = \
-                _resolve_kernels(X, self, rngs[0])
+                _resolve_kernels(compute.host(X), self, rngs[0])
         else:
             S_p, _ = self._model_score("model_p", X, rngs[1])
             S_q, _ = self._model_score("model_q", X, rngs[2])
@@ -435,8 +442,32 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
                                      for S, r in zip((S_p, S_q), rngs[3].spawn(2)))
         return self
 
-    def _model_score(self, name, X, rng):
+    def _check_engine(self, compute):
+        """``compute`` when it can run this comparison: the Array API engine computes the
+        KSD comparison with exact scores; the maxSKSD one and posterior scores run on
+        the CPU."""
+        if compute.name == "numba":
+            return compute
+        if self.discrepancy != "ksd":
+            raise ValueError("X must be a NumPy array for discrepancy='maxsksd': its "
+                             "direction search runs on the CPU.")
+        for name in ("model_p", "model_q"):
+            model = getattr(self, name)
+            if self.model_score == "posterior" or (
+                    self.model_score == "auto" and not has_exact_score(model)):
+                raise ValueError(f"X must be a NumPy array for {name}'s posterior scores: "
+                                 "the posterior draws of a latent-variable model are made "
+                                 "on the CPU.")
+        return compute
+
+    def _compute(self, X):
+        """The fitted compute engine, or (unfitted) the one of ``X``'s arrays."""
+        return self.engine_ if is_fitted(self) else self._check_engine(select_engine(X))
+
+    def _model_score(self, name, X, rng, compute=None):
         """(scores, used_posterior) of ``model_p`` or ``model_q`` on ``X``."""
+        if compute is not None and compute.name != "numba":
+            return compute.scores(getattr(self, name), X, name), False
         return evaluate_model_score(getattr(self, name), X, self.model_score,
                                     self.n_posterior_samples, self.burn_in, rng, name)
 
@@ -461,26 +492,32 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         self._check_params()
         rngs = self._rngs()
         fitted = is_fitted(self)
+        compute = self._compute(X)
         if fitted:
-            X = self._validate_X(X, reset=False)
+            X = compute.validate(self, X, reset=False, min_samples=3)
         else:
-            X = check_samples(X, min_samples=3)
-        S_p, post_p = self._model_score("model_p", X, rngs[1])
-        S_q, post_q = self._model_score("model_q", X, rngs[2])
+            X = compute.check_samples(X, min_samples=3)
+        S_p, post_p = self._model_score("model_p", X, rngs[1], compute)
+        S_q, post_q = self._model_score("model_q", X, rngs[2], compute)
         latent = post_p or post_q
         if self.discrepancy == "ksd":
             if fitted:
                 bandwidth, kern = self.bandwidth_, self.kernel_
                 labels, white = self.geometries_, self.whitening_
             else:
-                bandwidth, kern, labels, white = _resolve_kernels(X, self, rngs[0])
+                bandwidth, kern, labels, white = _resolve_kernels(compute.host(X), self,
+                                                                  rngs[0])
             kernels = kern if isinstance(kern, tuple) else (kern,)
             parts = []
             for geometry in dict.fromkeys(labels):
                 ks = tuple(k for k, g in zip(kernels, labels) if g == geometry)
-                coords = (X @ white[0], S_p @ white[1], S_q @ white[1]) \
-                    if geometry == "whitened" else (X, S_p, S_q)
-                parts.append(_ksd_difference(*coords, ks, self.variance, self.max_memory))
+                if geometry == "whitened":
+                    A, B = (compute.like(w, X) for w in white)
+                    coords = (X @ A, S_p @ B, S_q @ B)
+                else:
+                    coords = (X, S_p, S_q)
+                parts.append(_ksd_difference(*coords, ks, self.variance, self.max_memory,
+                                             compute))
             sums = concat_kernels(parts)
             method = _method_name("ksd", kernels[0].name, self.variance, latent, len(kernels),
                                   geometries=len(parts), whitened=white is not None)
@@ -572,10 +609,11 @@ def _resolve_kernels(X, est, rng):
     return h, kernels, tuple(labels), white
 
 
-def _ksd_difference(X, S_p, S_q, kernels, variance, max_memory):
-    """:class:`DifferenceSums` of the KSD difference under each kernel (Gram blocks shared)."""
-    sums_p, _ = stein_sums_and_forms(X, S_p, kernels, None, max_memory=max_memory)
-    sums_q, _ = stein_sums_and_forms(X, S_q, kernels, None, max_memory=max_memory)
+def _ksd_difference(X, S_p, S_q, kernels, variance, max_memory, compute):
+    """:class:`DifferenceSums` of the KSD difference under each kernel (Gram blocks shared),
+    computed by the engine ``compute``."""
+    sums_p, _ = compute.sums_and_forms(X, S_p, kernels, None, max_memory=max_memory)
+    sums_q, _ = compute.sums_and_forms(X, S_q, kernels, None, max_memory=max_memory)
     return difference_sums(sums_p, sums_q, variance)
 
 

@@ -1,0 +1,221 @@
+r"""The Langevin Stein kernel and its bootstrap forms in any Array API namespace.
+
+The same quantities as :func:`skstein.discrepancy.stein_sums_and_forms` (whose numba
+pass is the CPU engine), written as dense array algebra so that they run where the
+arrays live (a GPU with CuPy or PyTorch). For a block of rows ``a:b`` and all columns,
+with centred points :math:`x`, scores :math:`s`, :math:`t = \|x_i - x_j\|^2` from the
+norms and the Gram block, :math:`c = (s_i - s_j)^\top (x_i - x_j)`, and the radial
+profile :math:`\kappa, \kappa', \kappa''` of each kernel (DESIGN section 3.2),
+
+.. math::
+
+    h_p(x_i, x_j) = \kappa\, s_i^\top s_j - 2\kappa' c - 2D\kappa' - 4t\kappa''
+
+(zero on the diagonal). The ``L`` kernels of a collection are one ``(L, b, n)`` array
+per block; their bootstrap forms :math:`\sum_{i \ne j} v_{mi} v_{mj} h_l(x_i, x_j)`
+are one batched product with the weights (``n x M``, drawn on the host and copied
+over), in :data:`skstein._bootstrap.FORM_DTYPE` on each kernel's block scaled by its
+largest diagonal value, accumulated over blocks in double, as on the CPU. Full rows are
+used (twice the products of the CPU's upper triangle, but no triangular bookkeeping,
+which suits a GPU). Temporaries stay within ``max_memory`` bytes.
+"""
+
+import numpy as np
+
+from ._bootstrap import FORM_DTYPE
+from ._validation import resolve_score
+from ._xp import check_same_namespace, to_host
+from .discrepancy import DEFAULT_MAX_MEMORY, SteinSums, check_stein_finite
+
+__all__ = ["xp_check_samples", "xp_evaluate_score", "xp_sums_and_forms", "xp_stein_matrix"]
+
+
+def _float_dtype(xp, X):
+    """X's dtype when it is a real floating type, else float64."""
+    if X.dtype in (xp.float32, xp.float64):
+        return X.dtype
+    return xp.float64
+
+
+def xp_check_samples(X, xp, name="X", min_samples=2):
+    """Validate a sample of an Array API library: 2-D, real, finite, ``min_samples`` rows.
+
+    Real floating arrays keep their precision (float32 data compute in float32);
+    integer and boolean arrays become float64. Every error names ``name``.
+    """
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array (n_samples, n_features), got shape "
+                         f"{tuple(X.shape)}.")
+    if X.shape[1] < 1:
+        raise ValueError(f"{name} has 0 feature(s) (shape={tuple(X.shape)}) while a minimum "
+                         "of 1 is required.")
+    if X.shape[0] < min_samples:
+        raise ValueError(f"{name} has {X.shape[0]} sample(s) (shape={tuple(X.shape)}) while a "
+                         f"minimum of {min_samples} is required.")
+    kind = X.dtype
+    if xp.isdtype(kind, "complex floating"):
+        raise ValueError(f"Complex data not supported: {name} has dtype {kind}.")
+    if not xp.isdtype(kind, ("real floating", "integral", "bool")):
+        raise TypeError(f"{name} must hold real numbers, got dtype {kind}.")
+    X = xp.astype(X, _float_dtype(xp, X))
+    if not bool(xp.all(xp.isfinite(X))):
+        raise ValueError(f"Input {name} contains NaN or infinity.")
+    return X
+
+
+def xp_evaluate_score(model, X, xp, name="model"):
+    """The model's score at the rows of ``X``, validated, in ``X``'s namespace and dtype.
+
+    The score sees a copy of ``X``. It must return an array of ``X``'s library and
+    device and of its shape (a NumPy array for device data is an error naming the
+    model, never a silent transfer), with finite values.
+    """
+    score = resolve_score(model, name)
+    dim = getattr(model, "dim", None)
+    if dim is not None and not callable(dim) and int(dim) != X.shape[1]:
+        raise ValueError(f"X has {X.shape[1]} features but {name} is a distribution on "
+                         f"{int(dim)} dimensions.")
+    S = check_same_namespace(xp, X, score(xp.asarray(X, copy=True)), f"the score of {name}")
+    if tuple(S.shape) != tuple(X.shape):
+        raise ValueError(f"the score of {name} returned an array of shape {tuple(S.shape)} for "
+                         f"X of shape {tuple(X.shape)}; it must return grad log p(x) for each "
+                         "row of X.")
+    S = xp.astype(S, X.dtype)
+    if not bool(xp.all(xp.isfinite(S))):
+        bad = int(xp.sum(xp.astype(~xp.all(xp.isfinite(S), axis=1), xp.int64)))
+        raise ValueError(f"the score of {name} is not finite at {bad} of the {X.shape[0]} "
+                         "rows of X.")
+    return S
+
+
+def _profile_params(kernels):
+    """``(name, p0s, beta)``: the kernels' common base and per-kernel scale ``p0``.
+
+    RBF: :math:`\\kappa = e^{-p_0 t}`, :math:`p_0 = 1/(2h^2)`; IMQ:
+    :math:`\\kappa = (1 + p_0 t)^\\beta`, :math:`p_0 = 1/h^2`.
+    """
+    names = {k.name for k in kernels}
+    betas = {getattr(k, "beta", None) for k in kernels}
+    if len(names) != 1 or len(betas) != 1:
+        raise ValueError("the kernels of a collection must share the base kernel.")
+    name = names.pop()
+    if name not in ("rbf", "imq"):
+        raise ValueError(f"unsupported kernel {kernels[0]!r}")
+    inv = np.array([(1.0 / k.bandwidth) / k.bandwidth for k in kernels])
+    return name, (0.5 * inv if name == "rbf" else inv), betas.pop()
+
+
+def _profiles(xp, name, p0, beta, t):
+    """kappa, kappa', kappa'' at ``t`` for scales ``p0`` (broadcast against ``t``)."""
+    if name == "rbf":
+        k = xp.exp(-t * p0)
+        k1 = -p0 * k
+        return k, k1, -p0 * k1
+    base = 1.0 + t * p0
+    k = 1.0 / xp.sqrt(base) if beta == -0.5 else base ** beta
+    ib = 1.0 / base
+    k1 = (beta * p0) * k * ib
+    return k, k1, ((beta - 1.0) * p0) * k1 * ib
+
+
+def _centred(xp, X, S):
+    Xc = X - xp.mean(X, axis=0)
+    return Xc, xp.sum(Xc * Xc, axis=1), xp.sum(S * Xc, axis=1)
+
+
+def _stein_block(xp, Xc, S, nx, nsx, a, b, p0, name, beta):
+    """Rows ``a:b`` of the Stein matrices of the kernels with scales ``p0`` (shape (L, 1, 1)).
+
+    Returns an ``(L, b - a, n)`` array with zeros at ``(i, i)``.
+    """
+    n, d = Xc.shape
+    G = Xc[a:b, :] @ Xc.T
+    SS = S[a:b, :] @ S.T
+    C = Xc[a:b, :] @ S.T + S[a:b, :] @ Xc.T
+    t = xp.clip(nx[a:b, None] + nx[None, :] - 2.0 * G, 0.0, None)
+    cross = nsx[a:b, None] + nsx[None, :] - C
+    del G, C
+    k, k1, k2 = _profiles(xp, name, p0, beta, t[None, ...])
+    H = k * SS[None, ...] - 2.0 * k1 * (cross[None, ...] + d) - 4.0 * t[None, ...] * k2
+    rows = xp.arange(a, b, device=_device(Xc))
+    cols = xp.arange(n, device=_device(Xc))
+    return xp.where((rows[:, None] == cols[None, :])[None, ...], xp.zeros_like(H[:1, :1, :1]), H)
+
+
+def _device(A):
+    import array_api_compat
+
+    return array_api_compat.device(A)
+
+
+def _rows_per_block(n, L, n_draws, itemsize, max_memory):
+    """Rows of a block whose temporaries (Gram blocks, the L kernels, the forms' products)
+    fit in ``max_memory`` bytes."""
+    per_row = itemsize * n * (6 + 4 * L) + 4 * L * (n + n_draws)
+    return int(max(1, min(n, max_memory // max(1, per_row))))
+
+
+def xp_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
+    """:func:`skstein.discrepancy.stein_sums_and_forms` on arrays of any Array API library.
+
+    ``X`` and ``S`` are validated arrays of one library and device (:func:`xp_check_samples`,
+    :func:`xp_evaluate_score`); ``V`` is the host's ``(n_draws, n)`` weights or None.
+    Returns NumPy: a :class:`~skstein.discrepancy.SteinSums` per kernel (float64 sums when
+    ``X`` is float64) and the forms, shape ``(n_draws, n_kernels)``, or None.
+    """
+    import array_api_compat
+
+    xp = array_api_compat.array_namespace(X, S)
+    device = _device(X)
+    n, d = X.shape
+    name, p0s, beta = _profile_params(kernels)
+    L = len(kernels)
+    Xc, nx, nsx = _centred(xp, X, S)
+    p0 = xp.asarray(p0s, dtype=X.dtype, device=device)[:, None, None]
+    # h_l(x_i, x_i) = kappa_l(0) ||s_i||^2 - 2 D kappa_l'(0), on the host
+    ss = to_host(xp.sum(S * S, axis=1)).astype(np.float64)
+    diags = []
+    for k in kernels:
+        k0, k1, _ = k.profile(0.0)
+        diags.append(float(k0) * ss - 2.0 * d * float(k1))
+    dmax = np.array([dg.max() for dg in diags])
+    scale = np.ones(L)
+    usable = np.isfinite(dmax) & (dmax > 0)
+    scale[usable] = 1.0 / dmax[usable]
+    n_draws = 0 if V is None else V.shape[0]
+    if V is not None:
+        W = xp.asarray(np.ascontiguousarray(V.T, dtype=FORM_DTYPE), device=device)
+        fdtype = getattr(xp, np.dtype(FORM_DTYPE).name)
+        fscale = xp.asarray(scale, dtype=X.dtype, device=device)[:, None, None]
+        forms = np.zeros((n_draws, L))
+    rows = _rows_per_block(n, L, n_draws, X.dtype == xp.float64 and 8 or 4, max_memory)
+    rowsums = []
+    for a in range(0, n, rows):
+        b = min(n, a + rows)
+        H = _stein_block(xp, Xc, S, nx, nsx, a, b, p0, name, beta)
+        rowsums.append(xp.sum(H, axis=2))
+        if V is not None:
+            Hf = xp.astype(H * fscale, fdtype)
+            del H
+            P = Hf @ W                                    # (L, b - a, n_draws)
+            blk = xp.sum(P * W[a:b, :][None, ...], axis=1)  # (L, n_draws)
+            forms += to_host(xp.astype(blk, xp.float64)).T.astype(np.float64) / scale
+    R = to_host(xp.concat(rowsums, axis=1)).astype(np.float64)
+    totals = R.sum(axis=1)
+    check_stein_finite(totals)
+    sums = [SteinSums(n, float(totals[li]), diags[li], R[li], None) for li in range(L)]
+    return sums, (forms if V is not None else None)
+
+
+def xp_stein_matrix(X, S, kernel):
+    """The Stein matrix with its diagonal, ``(n, n)``, in ``X``'s namespace."""
+    import array_api_compat
+
+    xp = array_api_compat.array_namespace(X, S)
+    name, p0s, beta = _profile_params((kernel,))
+    Xc, nx, nsx = _centred(xp, X, S)
+    p0 = xp.asarray(p0s, dtype=X.dtype, device=_device(X))[:, None, None]
+    H = _stein_block(xp, Xc, S, nx, nsx, 0, X.shape[0], p0, name, beta)[0, ...]
+    k0, k1, _ = kernel.profile(0.0)
+    diag = float(k0) * xp.sum(S * S, axis=1) - 2.0 * X.shape[1] * float(k1)
+    return H + xp.eye(X.shape[0], dtype=X.dtype, device=_device(X)) * diag[:, None]

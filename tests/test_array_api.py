@@ -1,0 +1,179 @@
+"""The Array API engine against the numba engine (``array-api-strict``, float64).
+
+With scikit-learn's ``array_api_dispatch`` on, data of another Array API library
+compute with that library (:mod:`skstein._xp_stein`); the statistics must equal the
+numba path's to 1e-10 relative and the p-values exactly (the bootstrap weights are
+drawn on the host from the same seed). GPU libraries are tried where present.
+"""
+
+import numpy as np
+import pytest
+import sklearn
+
+from skstein import KSDTest, RelativeKSDTest
+from skstein.discrepancy import ksd, ksd_power_criterion, stein_matrix
+from skstein.distributions import Categorical, Gaussian
+
+xs = pytest.importorskip("array_api_strict")
+
+RTOL = 1e-10
+
+
+class StrictScore:
+    """N(0, I) score (plus a tilt) computed in the namespace of its input."""
+
+    def __init__(self, dim, tilt=0.0):
+        self.dim = dim
+        self.tilt = tilt
+
+    def grad_logpdf(self, X):
+        import array_api_compat
+
+        xp = array_api_compat.array_namespace(X)
+        return -X + self.tilt * xp.tanh(X)
+
+
+@pytest.fixture
+def dispatch():
+    with sklearn.config_context(array_api_dispatch=True):
+        yield
+
+
+def _data(n=150, d=3, seed=0):
+    X = np.random.default_rng(seed).laplace(size=(n, d)) / np.sqrt(2)
+    return X, xs.asarray(X)
+
+
+def _close(a, b):
+    np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float),
+                               rtol=RTOL, atol=0)
+
+
+@pytest.mark.parametrize("params", [
+    dict(bandwidth="median"),
+    dict(),
+    dict(kernel="imq", statistic="v", bootstrap="rademacher"),
+    dict(kernel="imq", bandwidth=[0.5, 1.0, 2.0]),
+    dict(whiten="aggregate", bandwidth_weights="centred"),
+    dict(whiten=True, bandwidth="median", statistic="v"),
+], ids=["median", "aggregate", "imq-v-rademacher", "imq-given", "whiten-aggregate",
+        "whitened-v"])
+def test_ksd_test_equals_numba_path(dispatch, params):
+    X, Xs = _data()
+    model = StrictScore(3, tilt=0.2)
+    ref = KSDTest(model, random_state=0, **params)
+    new = KSDTest(model, random_state=0, **params)
+    r0, r1 = ref.test(X), new.test(Xs)
+    assert "array_api" not in repr(r0)
+    _close(r0.statistic, r1.statistic)
+    assert r0.pvalue == r1.pvalue and r0.reject == r1.reject
+    _close(r0.bandwidth, r1.bandwidth)
+    if r0.statistics is not None:
+        _close(r0.statistics, r1.statistics)
+        np.testing.assert_array_equal(r0.pvalues, r1.pvalues)
+    # the bootstrap forms are single-precision products on both engines
+    np.testing.assert_allclose(r0.null_distribution, r1.null_distribution,
+                               atol=1e-5 * np.abs(r0.null_distribution).max())
+    assert isinstance(r1.statistic, float) and isinstance(r1.null_distribution, np.ndarray)
+    _close(ref.discrepancy(X), new.discrepancy(Xs))
+    _close(ref.score(X), new.score(Xs))
+
+
+def test_fitted_engine_is_held_and_used(dispatch):
+    X, Xs = _data()
+    model = StrictScore(3)
+    est = KSDTest(model, random_state=1).fit(Xs)
+    assert est.engine_.compute.name == "array_api"
+    ref = KSDTest(model, random_state=1).fit(X)
+    assert ref.engine_.compute.name == "numba"
+    _close(ref.bandwidth_, est.bandwidth_)
+    assert est.n_features_in_ == 3
+    assert ref.test(X).pvalue == est.test(Xs).pvalue
+    with pytest.raises(ValueError, match="X is a NumPy array, but this estimator was fitted"):
+        est.test(X)
+    with pytest.raises(ValueError, match="X has 2 features"):
+        est.test(Xs[:, :2])
+    with pytest.raises(ValueError, match="fitted on NumPy data"):
+        ref.test(Xs)
+
+
+def test_functions_equal_numba_path(dispatch):
+    X, Xs = _data(n=80)
+    model = StrictScore(3, tilt=0.3)
+    for kernel in ("rbf", "imq"):
+        _close(ksd(X, model, kernel=kernel), ksd(Xs, model, kernel=kernel))
+        _close(ksd(X, model, kernel=kernel, statistic="v"),
+               ksd(Xs, model, kernel=kernel, statistic="v"))
+        _close(ksd_power_criterion(X, model, kernel=kernel),
+               ksd_power_criterion(Xs, model, kernel=kernel))
+        H0, H1 = stein_matrix(X, model, kernel=kernel), stein_matrix(Xs, model, kernel=kernel)
+        assert isinstance(H1, type(Xs))
+        _close(H0, np.asarray(H1))
+
+
+def test_mixed_namespaces_are_named(dispatch):
+    X, Xs = _data(n=40)
+    numpy_model = Gaussian(np.zeros(3))  # returns NumPy arrays for any input
+    with pytest.raises(ValueError, match="the score of model returned an array of numpy"):
+        KSDTest(numpy_model, random_state=0).test(Xs)
+    with pytest.raises(ValueError, match="the score of model returned an array of numpy"):
+        ksd(Xs, numpy_model)
+    with pytest.raises(ValueError, match="shape"):
+        KSDTest(lambda Z: Z[:, :2], random_state=0).test(Xs)
+    with pytest.raises(ValueError, match="not finite"):
+        KSDTest(lambda Z: Z / 0.0, random_state=0).test(Xs)
+    with pytest.raises(ValueError, match="contains NaN"):
+        KSDTest(StrictScore(3), random_state=0).test(xs.asarray(np.full((5, 3), np.nan)))
+    with pytest.raises(ValueError, match="X must be a NumPy array for a discrete model"):
+        KSDTest(Categorical(np.full((2, 3), 1 / 3)), random_state=0).test(
+            xs.asarray(np.zeros((10, 2), dtype=np.int64)))
+
+
+def test_device_array_without_dispatch_is_an_error():
+    _, Xs = _data(n=20)
+    with pytest.raises(ValueError, match="array_api_dispatch"):
+        KSDTest(StrictScore(3), random_state=0).test(Xs)
+    with pytest.raises(ValueError, match="array_api_dispatch"):
+        ksd(Xs, StrictScore(3))
+
+
+def test_relative_ksd_equals_numba_path(dispatch):
+    X, Xs = _data()
+    p, q = StrictScore(3, tilt=0.0), StrictScore(3, tilt=0.4)
+    for params in (dict(), dict(bandwidth="median", variance="jackknife")):
+        r0 = RelativeKSDTest(p, q, random_state=0, **params).test(X)
+        r1 = RelativeKSDTest(p, q, random_state=0, **params).test(Xs)
+        _close(r0.statistic, r1.statistic)
+        _close(r0.zscore, r1.zscore)
+        assert r0.pvalue == pytest.approx(r1.pvalue, rel=1e-8) and r0.reject == r1.reject
+
+
+def _gpu_namespaces():
+    out = []
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            out.append(("torch", lambda A: torch.asarray(A, device="cuda")))
+    except ImportError:
+        pass
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            out.append(("cupy", cupy.asarray))
+    except Exception:  # no CuPy, or no device
+        pass
+    return out
+
+
+@pytest.mark.parametrize("lib", _gpu_namespaces() or [pytest.param(None, marks=pytest.mark.skip(
+    reason="no GPU library with a device here"))], ids=lambda v: v[0] if v else "none")
+def test_gpu_equals_numba_path(dispatch, lib):
+    _, move = lib
+    X, _ = _data(n=300, d=5)
+    model = StrictScore(5, tilt=0.2)
+    r0 = KSDTest(model, random_state=0).test(X)
+    r1 = KSDTest(model, random_state=0).test(move(X))
+    _close(r0.statistics, r1.statistics)
+    assert r0.pvalue == r1.pvalue
