@@ -4,28 +4,29 @@ Arrays in, arrays out; :mod:`skstein.svgd` holds the estimators. The pair loops 
 :mod:`skstein._numba.svgd`.
 """
 
-from contextlib import nullcontext
-
 import numba
 import numpy as np
 
-from ._threads import numba_threads
+from ._threads import blas_threads
 from ._numba.sliced import median_abs_diff_columns
 from ._numba.stein import kernel_params as _kernel_code
-from ._numba.svgd import sliced_svgd_terms, sliced_svgd_terms_symmetric, svgd_kernel_matrices
+from ._numba.svgd import (
+    adagrad_step,
+    sliced_svgd_terms,
+    sliced_svgd_terms_symmetric,
+    svgd_field,
+    svgd_field_serial,
+)
 from .discrepancy import _threads_for
 from .kernels import MIN_BANDWIDTH, inverse_square, make_kernel
 
-__all__ = ["svgd_terms", "sliced_svgd_update", "projection_medians", "bandwidth_scale"]
+__all__ = ["svgd_terms", "SVGDFlow", "adagrad_update", "sliced_svgd_update", "projection_medians",
+           "bandwidth_scale"]
 
 
-#: Below this many kernel evaluations an update pass runs on one thread (waking the
-#: thread pool costs more than the work; results are identical either way).
+#: Below this many kernel evaluations an update pass runs on the calling thread (waking
+#: the thread pool costs more than the work; results are identical either way).
 SERIAL_EVALUATIONS = 2**16
-
-
-def _small_serial(evaluations):
-    return numba_threads(1) if evaluations < SERIAL_EVALUATIONS else nullcontext()
 
 
 #: With at most this many numba threads the serial symmetric sliced pass (each pair
@@ -52,24 +53,74 @@ def svgd_terms(X, S, kernel, bandwidth="median-log", kernel_params=None):
     ``bandwidth`` is a float or a median rule (see :class:`SVGD`), resolved on the
     squared distances the kernel pass forms anyway.
     """
-    n = X.shape[0]
-    Xc = X - X.mean(axis=0)
-    nx = np.einsum("ij,ij->i", Xc, Xc)
-    G = Xc @ Xc.T
-    if isinstance(bandwidth, str):
-        scale, h = bandwidth_scale(bandwidth, n), 0.0
-    else:
-        scale, h = 1.0, float(bandwidth)
-    code, _, beta = _kernel_code(make_kernel(kernel, 1.0, kernel_params))
-    K = np.empty((n, n))
-    K1 = np.empty((n, n))
-    with _small_serial(n * n):
-        svgd_kernel_matrices(code, beta, scale, h, G, nx, K, K1)
-    drive = K @ S
-    repulse = K1 @ X
-    repulse -= K1.sum(axis=1)[:, None] * X
-    repulse *= 2.0
-    return drive, repulse
+    flow = SVGDFlow(X.shape, kernel, bandwidth, kernel_params)
+    with flow.threads():
+        drive, repulse = flow.terms(np.ascontiguousarray(X, dtype=np.float64),
+                                    np.ascontiguousarray(S, dtype=np.float64))
+    return drive.copy(), repulse.copy()
+
+
+class SVGDFlow:
+    """Work space of the SVGD direction for particles of one shape.
+
+    Resolves the kernel and bandwidth rule once and keeps the buffers, so an
+    iteration allocates nothing of size N x N. Below :data:`SERIAL_EVALUATIONS`
+    pairs the pass runs on the calling thread (waking numba's pool costs more than
+    the work); above, on numba's threads. Both cut the rows into the same blocks and
+    call BLAS on one thread per block, so the numbers are the same bits for any
+    number of threads (OpenBLAS itself gives different bits for different thread
+    counts); :meth:`threads` holds BLAS at one thread around the passes.
+
+    Parameters
+    ----------
+    shape : (int, int)
+        ``(N, D)`` of the particles.
+    kernel, bandwidth, kernel_params
+        As for :class:`skstein.SVGD`.
+    """
+
+    def __init__(self, shape, kernel="rbf", bandwidth="median-log", kernel_params=None):
+        n, d = shape
+        if isinstance(bandwidth, str):
+            self.scale, self.h = bandwidth_scale(bandwidth, n), 0.0
+        else:
+            self.scale, self.h = 1.0, float(bandwidth)
+        self.code, _, self.beta = _kernel_code(make_kernel(kernel, 1.0, kernel_params))
+        self.n = n
+        self._field = svgd_field_serial if n * n < SERIAL_EVALUATIONS else svgd_field
+        self._Xc = np.empty((n, d))
+        self._nx = np.empty(n)
+        self._ones = np.ones(n)
+        self._T = np.empty((n, n))
+        self.drive = np.empty((n, d))
+        self.repulse = np.empty((n, d))
+        self.bandwidth_ = None
+
+    def threads(self):
+        """Context manager: BLAS on one thread (numba's pool does the parallel work)."""
+        return blas_threads(1)
+
+    def terms(self, X, S):
+        """``(drive, repulse)``: the two sums of N times the direction (kept buffers).
+
+        ``X`` and ``S`` are C-contiguous float64 arrays of shape ``(N, D)``. A
+        non-finite score raises a ValueError.
+        """
+        h, bad = self._field(self.code, self.beta, self.scale, self.h, X, S, self._Xc,
+                             self._nx, self._ones, self._T, self.drive, self.repulse)
+        if bad:
+            raise ValueError(f"the score of target is not finite at {bad} of the {self.n} "
+                             "rows of X.")
+        self.bandwidth_ = h
+        return self.drive, self.repulse
+
+
+def adagrad_update(drive, repulse, n, v, first, lr, X):
+    """AdaGrad-like step of the original SVGD code on ``X`` in place (see ``adagrad_step``).
+
+    ``drive`` is overwritten with the step. Returns ``(max |phi|, max |X|)``.
+    """
+    return adagrad_step(drive, repulse, n, v, first, lr, X)
 
 
 def sliced_svgd_update(X, S, G, h, kernel="rbf", kernel_params=None):

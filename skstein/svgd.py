@@ -13,6 +13,7 @@ one depends on all others), so the image of a point is not a function of that po
 settings (and, for :class:`SlicedSVGD`, starting from the learned directions).
 """
 
+import contextlib
 import numbers
 import sys
 import warnings
@@ -34,7 +35,13 @@ from ._validation import (
 )
 from .discrepancy import sliced_value_and_grad, stein_sums
 from .directions import _Adam, _tangent_unit_rows, _unit_rows
-from .flows import bandwidth_scale, projection_medians, sliced_svgd_update, svgd_terms
+from .flows import (
+    SVGDFlow,
+    adagrad_update,
+    bandwidth_scale,
+    projection_medians,
+    sliced_svgd_update,
+)
 from .kernels import KERNELS, check_bandwidth, make_kernel, median_bandwidth
 
 __all__ = ["SVGD", "SlicedSVGD", "score_frame", "scores_correlated"]
@@ -59,44 +66,54 @@ class _Optimizer:
     * ``sgd``: ``step_size * phi``.
     * ``adagrad``: the rule of the original SVGD code (an RMSprop-like running
       average): ``v = phi^2`` at the first step, then ``v = 0.9 v + 0.1 phi^2``;
-      step ``step_size * phi / (1e-6 + sqrt(v))``.
+      step ``step_size * phi / (1e-6 + sqrt(v))`` (one compiled pass with the
+      update of the particles and the checks).
     * ``adam``: Adam (beta1 = 0.9, beta2 = 0.999, eps = 1e-8).
     """
 
     def __init__(self, name, step_size, shape):
         self.name, self.lr = name, step_size
-        self.v = None
+        self.v = np.empty(shape) if name == "adagrad" else None
         self.t = 0
         self.adam = _Adam(shape) if name == "adam" else None
 
-    def step(self, phi):
-        self.t += 1
-        if self.name == "sgd":
-            return self.lr * phi
-        top = float(np.max(np.abs(phi)))
+    def _check_squarable(self, top):
         if not top < _MAX_SQUARABLE:
             raise ValueError(
                 f"the SVGD direction reaches {top:.3g}, beyond what the {self.name} step can "
                 "square in float64: the scores of the target or the particles X are too "
                 "large; rescale them or use optimizer='sgd'.")
+
+    def apply(self, drive, repulse, X):
+        """Move ``X`` in place by the step for ``phi = (drive + repulse) / N``.
+
+        ``drive`` may be overwritten. Returns the step and ``max |X|`` after it.
+        """
+        self.t += 1
         if self.name == "adagrad":
-            sq = phi * phi
-            if self.t == 1:
-                self.v = sq
-            else:
-                self.v *= 0.9
-                sq *= 0.1
-                self.v += sq
-            step = np.sqrt(self.v)
-            step += 1e-6
-            np.divide(phi, step, out=step)
-            step *= self.lr
-            return step
-        return self.lr * self.adam.step(phi)
+            top, xtop = adagrad_update(drive, repulse, X.shape[0], self.v, self.t == 1,
+                                       self.lr, X)
+            self._check_squarable(top)
+            return drive, xtop
+        phi = drive
+        phi += repulse
+        phi /= X.shape[0]
+        if self.name == "sgd":
+            step = self.lr * phi
+        else:
+            self._check_squarable(float(np.max(np.abs(phi))))
+            step = self.lr * self.adam.step(phi)
+        X += step
+        return step, float(np.max(np.abs(X)))
 
 
 class _ParticleSampler(BaseEstimator):
     _required_parameters = ["target"]
+    #: whether ``_terms`` checks the scores' finiteness (then later iterations skip it)
+    _fused_score_check = False
+
+    def _threads(self, state):
+        return contextlib.nullcontext()
 
     def _check_params(self):
         resolve_score(self.target, "target")
@@ -184,44 +201,59 @@ class _ParticleSampler(BaseEstimator):
         particles, _, _, _ = self._run(X, rng, self._warm_state(), n_iter)
         return particles
 
+    def _scores(self, score, X, first):
+        """The target's score at ``X``: validated in full at the first iteration.
+
+        Later iterations check the shape here and finiteness in the update pass
+        (``_terms``), which reads the scores anyway.
+        """
+        if first or not self._fused_score_check:
+            return evaluate_score(self.target, X, "target", check_tails=False)
+        values = score(X.copy())  # a score that writes into X changes nothing
+        S = np.asarray(values, dtype=np.float64) if not isinstance(values, np.ndarray) or \
+            values.dtype != np.float64 else values
+        if S.shape != X.shape:
+            return evaluate_score(self.target, X, "target", check_tails=False)  # its error
+        return S if S.flags.c_contiguous else np.ascontiguousarray(S)
+
     def _run(self, X, rng, warm, n_iter=None):
         n_iter = self.n_iter if n_iter is None else n_iter
+        X = np.array(X, dtype=np.float64, order="C")  # moved in place
         opt = _Optimizer(self.optimizer, self.step_size, X.shape)
         state = self._init_state(X, warm, rng)
+        score = resolve_score(self.target, "target")
         hist = {"iteration": [], "step_norm": [], "discrepancy": [], "repulsive_force": [],
                 "variance": []}
         name = type(self).__name__
         detail = verbosity(self.verbose) >= 2
-        with progress_bar(n_iter, verbose=self.verbose, desc=name) as bar:
+        with progress_bar(n_iter, verbose=self.verbose, desc=name) as bar, \
+                self._threads(state):
             for it in range(n_iter):
-                S = evaluate_score(self.target, X, "target", check_tails=False)
+                S = self._scores(score, X, it == 0)
                 drive, repulse = self._terms(X, S, state, it, rng)
-                phi = drive
-                phi += repulse
-                phi /= X.shape[0]
-                update = opt.step(phi)
-                if it % self.history_every == 0 or it == n_iter - 1:
+                record = it % self.history_every == 0 or it == n_iter - 1
+                if record:
                     hist["iteration"].append(it)
-                    hist["step_norm"].append(float(np.mean(np.linalg.norm(update, axis=1))))
                     hist["discrepancy"].append(self._discrepancy(X, S, state, history=True))
                     hist["repulsive_force"].append(
                         float(np.mean(np.linalg.norm(repulse / X.shape[0], axis=1))))
                     hist["variance"].append(
                         float(np.mean(X.var(axis=0, ddof=1))) if X.shape[0] > 1
                         else float("nan"))
+                update, top = opt.apply(drive, repulse, X)
+                if record:
+                    hist["step_norm"].append(float(np.mean(np.linalg.norm(update, axis=1))))
                     status = (f"step {hist['step_norm'][-1]:.3e}  "
                               f"discrepancy {hist['discrepancy'][-1]:.4e}")
                     bar.set_postfix_str(status)
                     if detail:
                         bar.write(f"[{name}] iter {it:5d}  {status}", file=sys.stderr)
-                update += X
-                X = update
-                if not np.max(np.abs(X)) < _DIVERGED:
+                if not top < _DIVERGED:
                     raise ValueError(
                         f"the particles diverged at iteration {it} (an entry beyond "
                         f"{_DIVERGED:g} or not finite): the step (step_size="
-                        f"{self.step_size!r}, optimizer={self.optimizer!r}) is too large for "
-                        "the target's scores, or they are too large for float64.")
+                        f"{self.step_size!r}, optimizer={self.optimizer!r}) is too large "
+                        "for the target's scores, or they are too large for float64.")
                 bar.update(1)
         history = {k: np.asarray(v) for k, v in hist.items()}
         return X, n_iter, history, state
@@ -297,8 +329,13 @@ class SVGD(_ParticleSampler):
         self.random_state = random_state
         self.verbose = verbose
 
+    _fused_score_check = True
+
     def _init_state(self, X, warm, rng):
-        return None
+        return SVGDFlow(X.shape, self.kernel, self.bandwidth, self.kernel_params)
+
+    def _threads(self, flow):
+        return flow.threads()
 
     def _warm_state(self):
         return None
@@ -307,7 +344,7 @@ class SVGD(_ParticleSampler):
         pass
 
     def _terms(self, X, S, state, it, rng):
-        return svgd_terms(X, S, self.kernel, self.bandwidth, self.kernel_params)
+        return state.terms(X, S)
 
     def _discrepancy(self, X, S, state, history=False):
         if X.shape[0] < 2 or (history and np.all(X == X[0])):

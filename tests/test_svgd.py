@@ -302,3 +302,54 @@ def test_diverging_particles_blame_the_step():
     # the particles grow tenfold per step; they were reported as an overflow of X
     with pytest.raises(ValueError, match="diverged at iteration .*step_size=1000000.0"):
         SVGD(Gaussian(np.zeros(2)), n_iter=100, step_size=1e6, optimizer="sgd").fit(X0)
+
+
+@pytest.mark.parametrize("kind", ["rbf", "imq"])
+def test_svgd_field_is_the_same_bits_for_any_thread_count(kind):
+    from threadpoolctl import threadpool_limits
+
+    from skstein._numba.svgd import svgd_field, svgd_field_serial
+
+    # 400 particles: above the serial threshold and the direct-median size (the
+    # bracketed median runs)
+    X, S = _particles(n=400, d=7, seed=2)
+    code = 0 if kind == "rbf" else 1
+    outs = []
+    for numba_n, blas_n in [(1, 1), (2, 2), (2, 1)]:
+        with numba_threads(numba_n), threadpool_limits(blas_n):
+            for field in (svgd_field, svgd_field_serial):
+                bufs = (np.empty_like(X), np.empty(400), np.ones(400), np.empty((400, 400)),
+                        np.empty_like(X), np.empty_like(X))
+                h, bad = field(code, -0.5, 0.7, 0.0, X, S, *bufs)
+                outs.append((h, bufs[4], bufs[5]))
+    # the BLAS limit above is overridden by the flow's own (one thread per block)
+    with numba_threads(2), threadpool_limits(2):
+        est = [SVGD(Gaussian(np.zeros(7)), kernel=kind, n_iter=5).fit(X) for _ in range(2)]
+    with numba_threads(1):
+        est.append(SVGD(Gaussian(np.zeros(7)), kernel=kind, n_iter=5).fit(X))
+    for h, drive, repulse in outs[1:]:
+        assert h == outs[0][0]
+        assert np.array_equal(drive, outs[0][1]) and np.array_equal(repulse, outs[0][2])
+    assert all(np.array_equal(e.particles_, est[0].particles_) for e in est[1:])
+    # the bracketed median is the median of all pairs (mean of the two middle ones)
+    t = ((X[:, None] - X[None]) ** 2).sum(-1)[np.triu_indices(400, 1)]
+    np.testing.assert_allclose(outs[0][0], 0.7 * np.sqrt(np.median(t)), rtol=1e-14)
+
+
+def test_svgd_checks_the_scores_at_every_iteration():
+    calls = []
+
+    def score(Y):
+        calls.append(1)
+        S = -Y
+        if len(calls) == 3:
+            S[2, 1] = np.nan
+        return S
+
+    X0 = np.random.default_rng(0).standard_normal((20, 3))
+    with pytest.raises(ValueError, match="not finite at 1 of the 20 rows"):
+        SVGD(score, n_iter=5).fit(X0)
+    calls.clear()
+    with pytest.raises(ValueError, match="shape"):
+        SVGD(lambda Y: -Y[:, :2] if calls.append(1) or len(calls) > 2 else -Y,
+             n_iter=5).fit(X0)

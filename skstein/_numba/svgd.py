@@ -7,9 +7,23 @@ SVGD (Liu & Wang 2016), with :math:`\kappa` the radial profile of the kernel,
     \phi(x_i) = \frac1N \sum_j \left[k(x_j, x_i)\, s(x_j) + \nabla_{x_j} k(x_j, x_i)\right],
     \qquad \nabla_{x_j} k(x_j, x_i) = 2\kappa'(\|x_j - x_i\|^2)\,(x_j - x_i).
 
-:func:`svgd_kernel_matrices` fills :math:`K` and :math:`K' = \kappa'(t_{ij})` from a
-Gram matrix (resolving a median bandwidth on the way); the caller finishes with two BLAS products,
-:math:`N\phi = K S + 2(K' X - \mathrm{diag}(K'\mathbf 1) X)`.
+:func:`svgd_field` (and :func:`svgd_field_serial`, the same arithmetic without the
+thread pool) computes, with the centred particles :math:`\bar x_i = x_i - \bar x`,
+:math:`t_{ij} = \max(\|\bar x_i\|^2 + \|\bar x_j\|^2 - 2\bar x_i^\top \bar x_j, 0)`,
+:math:`K = \kappa(t)`, :math:`K' = \kappa'(t)`,
+
+.. math::
+
+    N\phi = K S + 2\left(K' \bar X - \mathrm{diag}(K'\mathbf 1) \bar X\right)
+    \;\overset{\text{RBF}}{=}\; K S + \frac{1}{h^2}\left(\mathrm{diag}(K\mathbf 1)\bar X
+    - K\bar X\right),
+
+(the repulsive sum is translation invariant, so the centred particles serve). The rows
+are cut into blocks of :data:`SVGD_BLOCK`; each block forms its rows of the Gram matrix,
+of :math:`K` and of both products with single-threaded BLAS calls (``np.dot``), so the
+only thread pool is numba's and each block's numbers do not depend on which thread
+computes them: the results are bitwise identical for any number of threads. The row
+sums :math:`K\mathbf 1` come from a BLAS product with a vector of ones.
 
 Sliced SVGD (Gong et al. 2021, Algorithm 2, slices :math:`r_d = e_d`), with the
 projections :math:`u = X G^\top` and one 1-D kernel :math:`\kappa_d` per output
@@ -27,60 +41,336 @@ from numba import njit, prange
 from .sliced import fast_exp
 from .stein import MIN_BANDWIDTH, RBF, radial_profile
 
+#: Rows per block of the SVGD passes (fixed, so the numbers do not depend on threads).
+SVGD_BLOCK = 32
+#: Up to this many pairs the median is a selection over all of them; beyond, a sample
+#: brackets it and only the pairs inside the bracket are selected from.
+MEDIAN_DIRECT_PAIRS = 2**16
+
+
+@njit(cache=True)
+def _centre_rows(X, S, mu, Xc, nx, r0, r1):
+    """Rows ``r0:r1``: ``Xc[i] = x_i - mu``, ``nx[i] = |x_i - mu|^2``.
+
+    Returns the number of those rows where ``S`` has a non-finite entry.
+    """
+    d = X.shape[1]
+    bad = 0
+    for i in range(r0, r1):
+        s = 0.0
+        for k in range(d):
+            v = X[i, k] - mu[k]
+            Xc[i, k] = v
+            s += v * v
+        nx[i] = s
+        ok = True
+        for k in range(d):
+            ok &= np.isfinite(S[i, k])
+        if not ok:
+            bad += 1
+    return bad
+
+
+@njit(cache=True)
+def _distance_rows(Xc, nx, T, r0, r1):
+    """Rows ``r0:r1`` of the squared distances ``t_ij`` (zero diagonal) into ``T``."""
+    n = T.shape[0]
+    np.dot(Xc[r0:r1], Xc.T, T[r0:r1])
+    for i in range(r0, r1):
+        row = T[i]
+        a = nx[i]
+        for j in range(n):
+            row[j] = max(a + nx[j] - 2.0 * row[j], 0.0)
+        row[i] = 0.0
+
+
+@njit(cache=True)
+def _bracket_counts(T, r0, r1, lo, hi):
+    """Pairs ``i < j`` of rows ``r0:r1`` with ``t < lo`` and with ``lo <= t <= hi``."""
+    n = T.shape[0]
+    below = 0
+    inside = 0
+    for i in range(r0, r1):
+        row = T[i]
+        for j in range(i + 1, n):
+            t = row[j]
+            below += t < lo
+            inside += (t >= lo) & (t <= hi)
+    return below, inside
+
+
+@njit(cache=True)
+def _bracket_fill(T, r0, r1, lo, hi, out, pos):
+    n = T.shape[0]
+    for i in range(r0, r1):
+        row = T[i]
+        for j in range(i + 1, n):
+            t = row[j]
+            if t >= lo and t <= hi:
+                out[pos] = t
+                pos += 1
+
+
+@njit(cache=True)
+def _order_pair(values, ka):
+    """The order statistics ``ka`` and ``ka + 1`` (0-based) of ``values`` (modified)."""
+    part = np.partition(values, ka)
+    a = part[ka]
+    b = a
+    if ka + 1 < values.size:
+        b = np.min(part[ka + 1:])
+    return a, b
+
+
+@njit(cache=True)
+def _median_upper_direct(T):
+    """Median of ``t_ij``, ``i < j`` (of the positive ones if that is 0; 1 if none)."""
+    n = T.shape[0]
+    m = n * (n - 1) // 2
+    if m == 0:
+        return 1.0
+    buf = np.empty(m)
+    c = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            buf[c] = T[i, j]
+            c += 1
+    a, b = _order_pair(buf.copy(), (m - 1) // 2)
+    med = a if m % 2 == 1 else 0.5 * a + 0.5 * b
+    if med <= 0.0:
+        pos = buf[buf > 0.0]
+        if pos.size == 0:
+            return 1.0
+        a, b = _order_pair(pos, (pos.size - 1) // 2)
+        med = a if pos.size % 2 == 1 else 0.5 * a + 0.5 * b
+    return med
+
+
+@njit(cache=True)
+def _median_bracket(T):
+    """A bracket ``(lo, hi)`` of the median of ``t_ij``, ``i < j``, from a grid sample."""
+    n = T.shape[0]
+    step = max(1, n // 90)
+    cnt = 0
+    for i in range(0, n, step):
+        for j in range(i + step, n, step):
+            cnt += 1
+    sample = np.empty(cnt)
+    c = 0
+    for i in range(0, n, step):
+        for j in range(i + step, n, step):
+            sample[c] = T[i, j]
+            c += 1
+    sample.sort()
+    w = int(2.0 * np.sqrt(cnt)) + 2
+    q = cnt // 2
+    return sample[max(0, q - w)], sample[min(cnt - 1, q + w)]
+
+
+@njit(cache=True)
+def _median_from_bracket(T, lo, hi, below, inside, bs):
+    """The median of ``t_ij``, ``i < j`` given the bracket counts per block; -1 if missed."""
+    n = T.shape[0]
+    m = n * (n - 1) // 2
+    nbelow = below.sum()
+    ka = (m - 1) // 2
+    kb = m // 2
+    if ka < nbelow or kb >= nbelow + inside.sum():
+        return -1.0
+    cand = np.empty(inside.sum())
+    pos = 0
+    for b in range(below.size):
+        _bracket_fill(T, b * bs, min(n, (b + 1) * bs), lo, hi, cand, pos)
+        pos += inside[b]
+    a, c = _order_pair(cand, ka - nbelow)
+    med = a if ka == kb else 0.5 * a + 0.5 * c
+    return med if med > 0.0 else -1.0
+
+
+@njit(cache=True)
+def _bandwidth(med, scale):
+    return max(np.sqrt(med) * scale, MIN_BANDWIDTH)
+
+
+@njit(cache=True)
+def _field_rows(code, p0, beta, T, S, Xc, ones, drive, repulse, r0, r1):
+    """Rows ``r0:r1``: ``T`` becomes ``K``; ``drive = K S``, ``repulse`` its repulsive sum.
+
+    The row sums come from a BLAS product with ``ones``, not a serial reduction.
+    """
+    n = T.shape[0]
+    d = S.shape[1]
+    rows = T[r0:r1]
+    rs = np.empty(r1 - r0)
+    if code == RBF:
+        for i in range(r0, r1):
+            row = T[i]
+            for j in range(n):
+                row[j] = fast_exp(-row[j] * p0)
+        np.dot(rows, Xc, repulse[r0:r1])
+        np.dot(rows, ones, rs)
+        c = 2.0 * p0
+        for i in range(r0, r1):
+            s = rs[i - r0]
+            for k in range(d):
+                repulse[i, k] = c * (s * Xc[i, k] - repulse[i, k])
+    else:
+        K1 = np.empty((r1 - r0, n))
+        for i in range(r0, r1):
+            row = T[i]
+            row1 = K1[i - r0]
+            for j in range(n):
+                k0, k1, _ = radial_profile(code, row[j], p0, beta)
+                row[j] = k0
+                row1[j] = k1
+        np.dot(K1, Xc, repulse[r0:r1])
+        np.dot(K1, ones, rs)
+        for i in range(r0, r1):
+            s = rs[i - r0]
+            for k in range(d):
+                repulse[i, k] = 2.0 * (repulse[i, k] - s * Xc[i, k])
+    np.dot(rows, S, drive[r0:r1])
+
+
+@njit(cache=True)
+def _column_mean(X):
+    n, d = X.shape
+    mu = np.zeros(d)
+    for i in range(n):
+        for k in range(d):
+            mu[k] += X[i, k]
+    for k in range(d):
+        mu[k] /= n
+    return mu
+
 
 @njit(cache=True, parallel=True)
-def svgd_kernel_matrices(code, beta, scale, h, G, nx, K, K1):
-    """Fill ``K`` and ``K1`` (kernel and profile derivative) from a Gram matrix; return h.
+def svgd_field(code, beta, scale, h, X, S, Xc, nx, ones, T, drive, repulse):
+    """Driving and repulsive sums of SVGD (not divided by N); returns ``(h, bad)``.
 
-    ``t_ij = max(nx_i + nx_j - 2 G_ij, 0)`` (zero on the diagonal). With ``h <= 0``
-    the bandwidth is ``scale`` times the median of ``sqrt(t_ij)``, ``i < j`` (median of
-    the positive ones if that is zero, 1 if there are none), and at least
-    ``MIN_BANDWIDTH`` (whose scale constants are the largest float64 holds).
+    ``drive = K S`` and ``repulse[i] = 2 sum_j kappa'(t_ij) (x_i - x_j)`` (the
+    gradient of the kernel in its first argument, summed), ``t_ij = |x_i - x_j|^2``.
+    With ``h <= 0`` the bandwidth is ``scale`` times the square root of the median of
+    ``t_ij``, ``i < j`` (the mean of the two middle values for an even count; the
+    median of the positive ones if that is zero, 1 if there are none), at least
+    ``MIN_BANDWIDTH``. Row blocks of :data:`SVGD_BLOCK` run in parallel; the numbers
+    equal :func:`svgd_field_serial`'s bit for bit.
 
     Parameters
     ----------
     code : int
-        0 RBF, 1 IMQ (exponent ``beta``).
+        0 RBF (``exp(-t / (2h^2))``), 1 IMQ (``(1 + t/h^2)^beta``).
     scale, h : float
         Median factor, or a fixed bandwidth ``h > 0``.
-    G : float64 (N, N)
-        Gram matrix of the centred particles.
-    nx : float64 (N,)
-        Squared norms of the centred particles.
-    K, K1 : float64 (N, N)
+    X, S : float64 (N, D), C-contiguous
+        Particles and scores.
+    Xc : float64 (N, D), nx : float64 (N,), T : float64 (N, N)
+        Work buffers (centred particles, their squared norms, distances then kernel
+        values).
+    ones : float64 (N,)
+        All ones.
+    drive, repulse : float64 (N, D)
         Outputs.
+
+    Returns
+    -------
+    h : float
+        The bandwidth used.
+    bad : int
+        Rows of ``S`` with a non-finite entry (then the outputs are meaningless).
     """
-    n = G.shape[0]
-    for i in prange(n):
-        for j in range(n):
-            t = nx[i] + nx[j] - 2.0 * G[i, j]
-            K[i, j] = t if (t > 0.0 and i != j) else 0.0
+    n, d = X.shape
+    bs = SVGD_BLOCK
+    nb = (n + bs - 1) // bs
+    mu = _column_mean(X)
+    bad = np.zeros(nb, dtype=np.int64)
+    for b in prange(nb):
+        bad[b] = _centre_rows(X, S, mu, Xc, nx, b * bs, min(n, (b + 1) * bs))
+    for b in prange(nb):
+        _distance_rows(Xc, nx, T, b * bs, min(n, (b + 1) * bs))
     if h <= 0.0:
-        h = 1.0
-        if n > 1:
-            buf = np.empty(n * (n - 1) // 2)
-            c = 0
-            for i in range(n):
-                for j in range(i + 1, n):
-                    buf[c] = K[i, j]
-                    c += 1
-            med = np.median(buf)
-            if med <= 0.0:
-                pos = buf[buf > 0.0]
-                med = np.median(pos) if pos.size > 0 else 1.0
-            h = max(np.sqrt(med) * scale, MIN_BANDWIDTH)
+        med = -1.0
+        if n * (n - 1) // 2 > MEDIAN_DIRECT_PAIRS:
+            lo, hi = _median_bracket(T)
+            below = np.zeros(nb, dtype=np.int64)
+            inside = np.zeros(nb, dtype=np.int64)
+            for b in prange(nb):
+                below[b], inside[b] = _bracket_counts(T, b * bs, min(n, (b + 1) * bs), lo, hi)
+            med = _median_from_bracket(T, lo, hi, below, inside, bs)
+        if med < 0.0:
+            med = _median_upper_direct(T)
+        h = _bandwidth(med, scale)
     inv = (1.0 / h) / h  # no overflow in h * h for a wide kernel
     p0 = 0.5 * inv if code == RBF else inv
-    for i in prange(n):
-        K[i, i] = 1.0
-        K1[i, i] = radial_profile(code, 0.0, p0, beta)[1]
-        for j in range(i + 1, n):  # symmetric: row i owns (i, j > i) and (j > i, i)
-            k, k1, _ = radial_profile(code, K[i, j], p0, beta)
-            K[i, j] = k
-            K1[i, j] = k1
-            K[j, i] = k
-            K1[j, i] = k1
-    return h
+    for b in prange(nb):
+        r0 = b * bs
+        r1 = min(n, r0 + bs)
+        _field_rows(code, p0, beta, T, S, Xc, ones, drive, repulse, r0, r1)
+    return h, bad.sum()
+
+
+@njit(cache=True)
+def svgd_field_serial(code, beta, scale, h, X, S, Xc, nx, ones, T, drive, repulse):
+    """:func:`svgd_field` on the calling thread (same blocks, same numbers)."""
+    n, d = X.shape
+    bs = SVGD_BLOCK
+    nb = (n + bs - 1) // bs
+    mu = _column_mean(X)
+    bad = 0
+    for b in range(nb):
+        bad += _centre_rows(X, S, mu, Xc, nx, b * bs, min(n, (b + 1) * bs))
+    for b in range(nb):
+        _distance_rows(Xc, nx, T, b * bs, min(n, (b + 1) * bs))
+    if h <= 0.0:
+        med = -1.0
+        if n * (n - 1) // 2 > MEDIAN_DIRECT_PAIRS:
+            lo, hi = _median_bracket(T)
+            below = np.zeros(nb, dtype=np.int64)
+            inside = np.zeros(nb, dtype=np.int64)
+            for b in range(nb):
+                below[b], inside[b] = _bracket_counts(T, b * bs, min(n, (b + 1) * bs), lo, hi)
+            med = _median_from_bracket(T, lo, hi, below, inside, bs)
+        if med < 0.0:
+            med = _median_upper_direct(T)
+        h = _bandwidth(med, scale)
+    inv = (1.0 / h) / h
+    p0 = 0.5 * inv if code == RBF else inv
+    for b in range(nb):
+        _field_rows(code, p0, beta, T, S, Xc, ones, drive, repulse, b * bs, min(n, (b + 1) * bs))
+    return h, bad
+
+
+@njit(cache=True)
+def adagrad_step(drive, repulse, n, v, first, lr, X):
+    """The AdaGrad-like step of the original SVGD code, applied to ``X`` in place.
+
+    ``phi = (drive + repulse) / n``; ``v = phi^2`` (``first``) or ``0.9 v + 0.1 phi^2``;
+    ``step = lr phi / (1e-6 + sqrt(v))`` is written into ``drive`` and added to ``X``.
+    Returns ``(max |phi|, max |X|)`` (NaN if any is NaN).
+    """
+    top = 0.0
+    xtop = 0.0
+    rows, d = X.shape
+    for i in range(rows):
+        for k in range(d):
+            phi = (drive[i, k] + repulse[i, k]) / n
+            a = abs(phi)
+            if not a <= top:  # NaN sticks
+                top = a if top == top else top
+            sq = phi * phi
+            if first:
+                vk = sq
+            else:
+                vk = v[i, k] * 0.9 + sq * 0.1
+            v[i, k] = vk
+            step = phi / (np.sqrt(vk) + 1e-6) * lr
+            drive[i, k] = step
+            x = X[i, k] + step
+            X[i, k] = x
+            ax = abs(x)
+            if not ax <= xtop:
+                xtop = ax if xtop == xtop else xtop
+    return top, xtop
 
 
 @njit(cache=True, parallel=True)
