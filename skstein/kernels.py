@@ -44,6 +44,7 @@ from ._random import as_generator
 from ._validation import caller_stacklevel, check_samples, named_errors
 
 __all__ = [
+    "blind_kernels",
     "RBF",
     "IMQ",
     "make_kernel",
@@ -445,40 +446,54 @@ def _positive_median(d, name="X"):
 VANISHING_KERNEL = 1e-12
 
 
+def blind_kernels(X, kernels, max_points=1000):
+    """Whether each kernel vanishes between every two distinct rows of ``X``.
+
+    A kernel below :data:`VANISHING_KERNEL` of its peak at the closest two distinct
+    rows is below it at every pair (the profiles decrease with the distance): its
+    Stein kernel's off-diagonal terms are all zero, so its statistic, null and power
+    criterion are zero whatever the data. The closest pair among the first 100 rows
+    settles the usual case cheaply (no kernel blind there, none blind at all);
+    otherwise the check runs on at most ``max_points`` evenly spaced rows
+    (``O(max_points^2 d)``). Returns ``(blind, t)``: a boolean array, one entry per
+    kernel, and the squared distance of the closest pair checked (None when no two
+    rows differ).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    peak = np.array([float(k.profile(np.zeros(1))[0][0]) for k in kernels])
+
+    def blind_at(rows):
+        d = pairwise_distances_condensed(rows)
+        d = d[(d > 0) & np.isfinite(d)]
+        if d.size == 0:
+            return np.zeros(len(kernels), dtype=bool), None
+        t = float(np.min(d)) ** 2
+        return np.array([float(k.profile(np.array([t]))[0][0]) < VANISHING_KERNEL * p
+                         for k, p in zip(kernels, peak)]), t
+
+    blind, t = blind_at(X[:100])
+    if not blind.any():
+        return blind, t
+    if X.shape[0] > max_points:
+        X = X[np.linspace(0, X.shape[0] - 1, max_points).astype(np.intp)]
+    return blind_at(X)
+
+
 def warn_vanishing_kernels(X, kernels, name="bandwidth", max_points=1000):
     """Warn when every kernel vanishes between every two distinct rows of ``X``.
 
     A bandwidth far below the distances between the samples (a float on the wrong
     scale) leaves a Stein kernel whose off-diagonal terms are all zero: the statistic
-    and its null are then zero and the p-value is one, whatever the data. A pair of
-    the first 100 rows that some kernel sees ends the check; otherwise it runs on at
-    most ``max_points`` evenly spaced rows (``O(max_points^2 d)``). Returns whether it
-    warned.
+    and its null are then zero and the p-value is one, whatever the data (see
+    :func:`blind_kernels`). Returns whether it warned.
     """
-    X = np.asarray(X, dtype=np.float64)
-    peak = [float(k.profile(np.zeros(1))[0][0]) for k in kernels]
-
-    def vanishing(rows):
-        """(whether every kernel vanishes between the given rows, their closest distance)"""
-        d = pairwise_distances_condensed(rows)
-        d = d[(d > 0) & np.isfinite(d)]
-        if d.size == 0:
-            return False, None
-        t = float(np.min(d)) ** 2
-        return all(float(k.profile(np.array([t]))[0][0]) < VANISHING_KERNEL * p
-                   for k, p in zip(kernels, peak)), t
-
-    # a pair among the first rows that the kernel sees settles it cheaply (the usual case)
-    if not vanishing(X[:100])[0]:
-        return False
-    if X.shape[0] > max_points:
-        X = X[np.linspace(0, X.shape[0] - 1, max_points).astype(np.intp)]
-    gone, t = vanishing(X)
-    if gone:
+    blind, t = blind_kernels(X, kernels, max_points)
+    if blind.all():
         h = [k.bandwidth for k in kernels]
+        n = min(np.shape(X)[0], max_points)
         warnings.warn(
             f"{name}={h[0] if len(h) == 1 else h!r} is far below the distances between the "
-            f"samples (the closest two of {X.shape[0]} are {np.sqrt(t):.3g} apart): the "
+            f"samples (the closest two of {n} are {np.sqrt(t):.3g} apart): the "
             f"kernel is below {VANISHING_KERNEL:g} of its peak between every two distinct "
             "points, so the test cannot see anything. Use bandwidth='aggregate' or "
             "'median', or a bandwidth on the scale of the data.", UserWarning,

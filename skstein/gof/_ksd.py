@@ -11,7 +11,7 @@ from .._engines import select_engine
 from .._validation import check_bandwidth_rule, check_positive_int, check_whiten
 from .._xp import is_device_array
 from ..discrepancy import DEFAULT_MAX_MEMORY, resolve_bandwidth, resolve_bandwidths
-from ..kernels import GRID_TOP, make_kernel, warn_vanishing_kernels, whitening
+from ..kernels import GRID_TOP, blind_kernels, make_kernel, warn_vanishing_kernels, whitening
 from . import _discrete
 from ._base import SteinTestMixin, aggregated_result, is_fitted
 
@@ -384,7 +384,10 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         Higher means more power to reject; ``GridSearchCV`` over ``bandwidth`` and
         ``kernel`` therefore picks the most powerful test. See
         :meth:`skstein.discrepancy.SteinSums.power_criterion`. For an aggregated
-        test, the largest criterion over the collection.
+        test, the largest criterion over the collection. A kernel that is below
+        ``1e-12`` of its peak between every two points of ``X`` (a bandwidth far
+        below the data's scale; :func:`skstein.kernels.blind_kernels`) sees nothing
+        and scores ``-inf``, the worst score, so a search never picks it.
 
         Parameters
         ----------
@@ -515,8 +518,17 @@ class LangevinKSD:
         return values if aggregated else float(values[0])
 
     def score(self, est, X):
-        sums, _ = self._all_sums(est, X)
-        return float(max(s.power_criterion() for s in sums))
+        _, _, _, parts, _ = self._prepare(est, X, as_generator(est.random_state))
+        best = -np.inf
+        for Xg, Sg, ks in parts:
+            # a kernel that sees no pair has criterion 0 whatever the data: the worst
+            # score, so that a search never prefers it to a kernel that sees something
+            blind, _ = blind_kernels(self.compute.host(Xg), ks)
+            sums, _ = self.compute.sums_and_forms(Xg, Sg, ks, None, max_memory=est.max_memory)
+            for s, b in zip(sums, blind):
+                if not b:
+                    best = max(best, float(s.power_criterion()))
+        return best
 
 
 class DiscreteKSD:
