@@ -98,7 +98,8 @@ from ..distributions import GaussBernRBM
 from ..gof import KSDTest, MaxSKSDTest
 from ._baselines import BASELINES, PAPER_BASELINES, make_baseline
 from ._output import pyplot, save_figure
-from ._runner import rate_summary, run_trials
+from ._runner import run_trials
+from ._summary import timed_summary
 
 __all__ = ["SIGMAS", "OWN_METHODS", "METHODS", "STREAMING_METHODS", "RBMS", "rbm_pair",
            "paper_rbm_pair", "ksdagg_rbm_pair", "make_test", "run_trial", "run", "plot"]
@@ -278,9 +279,7 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="aut
                 "method": method,
                 "n_samples": n_used,
                 "n_trials": cfg["n_trials"],
-                **rate_summary([o[method][0] for o in out]),
-                "mean_discrepancy": float(np.mean([o[method][1] for o in out])),
-                "median_seconds": float(np.median([o[method][2] for o in out])),
+                **timed_summary(out, method, "discrepancy"),
             })
     return rows
 

@@ -49,7 +49,8 @@ from .._random import spawn_seeds
 from ..distributions import Gaussian
 from ..gof import KSDTest, MaxSKSDTest
 from ._output import finish_rate_panels, rate_panels, run_config
-from ._runner import rate_summary, run_trials
+from ._runner import run_trials
+from ._summary import timed_summary
 
 __all__ = ["CASES", "METHODS", "draw", "oracle", "make_test", "run_trial", "run", "plot"]
 
@@ -142,9 +143,7 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="aut
             rows.append({
                 "case": case, "dim": dim, "method": method, "n_samples": cfg["n_samples"],
                 "n_trials": cfg["n_trials"],
-                **rate_summary([o[method][0] for o in out]),
-                "mean_statistic": float(np.mean([o[method][1] for o in out])),
-                "median_seconds": float(np.median([o[method][2] for o in out])),
+                **timed_summary(out, method, "statistic"),
             })
     return rows
 

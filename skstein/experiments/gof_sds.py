@@ -17,7 +17,8 @@ import numpy as np
 from .._random import spawn_seeds
 from ..distributions import Gaussian
 from ._output import finish_rate_panels, rate_panels, run_config
-from ._runner import draw_samples, rate_summary, run_trials
+from ._runner import draw_samples, run_trials
+from ._summary import timed_summary
 from .gof_gaussian import make_test
 
 __all__ = ["KINDS", "METHODS", "setting", "run_trial", "run", "plot"]
@@ -76,9 +77,7 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0,
                 "dim": cfg["dim"],
                 "n_samples": cfg["n_samples"],
                 "n_trials": cfg["n_trials"],
-                **rate_summary([o[method][0] for o in out]),
-                "mean_discrepancy": float(np.mean([o[method][1] for o in out])),
-                "median_seconds": float(np.median([o[method][2] for o in out])),
+                **timed_summary(out, method, "discrepancy"),
             })
     return rows
 

@@ -45,7 +45,8 @@ from ..distributions import PPCA
 from ..relative import RelativeKSDTest, RelativeMMDTest
 from ..samplers import HMC
 from ._output import finish_rate_panels, offset_rate_curves, rate_panels, run_config
-from ._runner import draw_samples, rate_summary, run_trials
+from ._runner import draw_samples, run_trials
+from ._summary import zscore_summary
 
 __all__ = ["CASES", "METHODS", "problem", "make_test", "run_trial", "run", "plot"]
 
@@ -135,12 +136,8 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="aut
                          random_state=root, n_jobs=n_jobs, verbose=verbose,
                          desc=f"{case} n={n}")
         for k, method in enumerate(methods):
-            rows.append({
-                "case": case, "n": n, "method": method, "n_trials": len(out),
-                **rate_summary([trial[k]["reject"] for trial in out]),
-                "mean_zscore": float(np.mean([trial[k]["zscore"] for trial in out])),
-                "sd_zscore": float(np.std([trial[k]["zscore"] for trial in out])),
-            })
+            rows.append({"case": case, "n": n, "method": method, "n_trials": len(out),
+                         **zscore_summary(out, k)})
     return rows
 
 

@@ -29,7 +29,8 @@ from ..kernels import make_kernel
 from ..relative._ksd import _relative_result
 from ..samplers import HMC, MALA, initial_state
 from ._output import pyplot, run_config, save_figure
-from ._runner import draw_samples, rate_summary, run_trials
+from ._runner import draw_samples, run_trials
+from ._summary import zscore_summary
 from .relative_ppca import problem
 
 __all__ = ["run_trial", "run", "plot", "P_STEP_SIZE", "P_INIT", "Q_BURN_IN"]
@@ -100,9 +101,7 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="aut
         rows.append({
             "m": first["m"], "burn_in": first["burn_in"], "n": cfg["n"],
             "n_trials": len(out), "p_step_size": P_STEP_SIZE, "p_init": P_INIT,
-            **rate_summary([trial[k]["reject"] for trial in out]),
-            "mean_zscore": float(np.mean([trial[k]["zscore"] for trial in out])),
-            "sd_zscore": float(np.std([trial[k]["zscore"] for trial in out])),
+            **zscore_summary(out, k),
         })
     return rows
 
