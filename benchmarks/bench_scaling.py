@@ -1,53 +1,197 @@
-"""How the numba Stein pass and a whole KSDTest scale with cores.
+"""How skstein's hot paths scale with cores: every row of the scaling table in one run.
 
-For each thread count, numba and BLAS are limited to that many threads and the
-median time of (a) the Stein-kernel pass that forms the matrix and (b) a whole
-``KSDTest.test`` with 1000 bootstrap draws is printed, with the speed-up over one
-thread. Pair-evaluations per second count the ``N (N - 1) / 2`` kernel pairs.
+For each thread count, numba and BLAS are limited to that many threads and the median
+time of each workload is measured, with its speed-up over one thread. The rows:
 
-Run: ``python benchmarks/bench_scaling.py [--n 2000] [--d 100] [--threads 1 2 4 8 16]``
+* ``machine-exp``: a numba ``prange`` loop of ``exp`` over 2^26 values (what the machine
+  itself gives an embarrassingly parallel kernel);
+* ``machine-sgemm``: float32 GEMM 4000 x 4000 times 4000 x 2000 (OpenBLAS), in GFlop/s;
+* ``stein-pass``: the Stein-kernel pass that forms the matrix, N = 4000, D = 100;
+* ``ksd-median``: ``KSDTest(bandwidth="median").test``, same data, 1000 draws;
+* ``ksd-agg-5000x1`` / ``ksd-agg-1000x100``: the aggregated ``KSDTest`` (IMQ,
+  Rademacher, 1000 draws) at n = 5000, d = 1 and n = 1000, d = 100;
+* ``maxsksd-trial``: one default ``MaxSKSDTest`` trial at D = 100, n = 1000;
+* ``svgd-iter`` / ``sliced-svgd-iter``: rows added by the samplers' benchmark
+  functions when present (``bench_svgd.scaling_rows``);
+* ``trials``: 160 trials of a small KSD test through ``rejection_rate`` with
+  ``n_jobs`` equal to the thread count (processes, one thread each), against
+  ``n_jobs=1``; worker start-up included.
+
+Each row is printed and written to ``OUT/scaling.json`` (and ``OUT/scaling.csv``), with
+the machine's CPU name and core count, so one run on a many-core machine gives the
+whole table.
+
+Run: ``python benchmarks/bench_scaling.py OUT [--threads 1 2 4 8 16] [--quick]``
 """
 
 import argparse
+import csv
+import json
 import os
+import platform
+import sys
+import time
 
-import numba
 import numpy as np
-from threadpoolctl import threadpool_limits
 
-from _util import median_time
-from skstein import KSDTest
-from skstein._numba import numba_threads
-from skstein.discrepancy import stein_sums
-from skstein.distributions import Gaussian
+sys.path.insert(0, os.path.dirname(__file__))
+from _util import median_time  # noqa: E402
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _exp_kernel():
+    from numba import njit, prange
+
+    @njit(parallel=True, cache=False)
+    def exp_sum(x, out):
+        for i in prange(x.shape[0]):
+            out[i] = np.exp(-x[i])
+        return out
+
+    return exp_sum
+
+
+def workloads(quick):
+    """``[(name, unit, setup)]``; ``setup()`` returns ``(fn, work)``: the call to time and
+    the amount of work per call (for rates), or None."""
+    from skstein import KSDTest, MaxSKSDTest
+    from skstein.discrepancy import stein_sums
+    from skstein.distributions import Gaussian, Laplace
+
+    scale = 4 if quick else 1
+
+    def machine_exp():
+        f = _exp_kernel()
+        x = np.random.default_rng(0).random(2**26 // scale)
+        out = np.empty_like(x)
+        f(x[:10], out[:10])
+        return (lambda: f(x, out)), None
+
+    def machine_sgemm():
+        m = 4000 // scale
+        rng = np.random.default_rng(0)
+        A = rng.random((m, m), dtype=np.float32)
+        B = rng.random((m, m // 2), dtype=np.float32)
+        return (lambda: A @ B), 2.0 * m * m * (m // 2) / 1e9
+
+    def stein_pass():
+        n, d = 4000 // scale, 100
+        X = np.random.default_rng(0).standard_normal((n, d))
+        model = Gaussian(np.zeros(d))
+        S = model.grad_logpdf(X)
+        kern = KSDTest(model, bandwidth="median").fit(X).kernel_
+        return (lambda: stein_sums(X, S, kern, return_matrix=True)), n * (n - 1) / 2 / 1e6
+
+    def ksd_median():
+        n, d = 4000 // scale, 100
+        X = np.random.default_rng(0).standard_normal((n, d))
+        test = KSDTest(Gaussian(np.zeros(d)), bandwidth="median", n_bootstrap=1000,
+                       random_state=0).fit(X)
+        return (lambda: test.test(X)), None
+
+    def ksd_agg(n, d):
+        def setup():
+            X = Laplace(d).rvs(n // scale, random_state=0)
+            test = KSDTest(Gaussian(np.zeros(d)), kernel="imq", bootstrap="rademacher",
+                           n_bootstrap=1000, random_state=0)
+            return (lambda: test.test(X)), None
+        return setup
+
+    def maxsksd_trial():
+        d = 100
+        X = Laplace(d).rvs(1000, random_state=0)
+        test = MaxSKSDTest(Gaussian(np.zeros(d)), variant="g", random_state=0)
+        return (lambda: test.test(X)), None
+
+    rows = [("machine-exp", "ms", machine_exp), ("machine-sgemm", "GFlop/s", machine_sgemm),
+            ("stein-pass", "M pairs/s", stein_pass), ("ksd-median", "ms", ksd_median),
+            ("ksd-agg-5000x1", "ms", ksd_agg(5000, 1)),
+            ("ksd-agg-1000x100", "ms", ksd_agg(1000, 100)),
+            ("maxsksd-trial", "ms", maxsksd_trial)]
+    try:
+        from bench_svgd import scaling_rows
+    except ImportError:
+        scaling_rows = None
+    if scaling_rows is not None:
+        rows += list(scaling_rows(quick))
+    return rows
+
+
+def _trial_rate(n_jobs, n_trials):
+    """Seconds for ``n_trials`` trials of a KSD test of about 30 ms on one core."""
+    from skstein import KSDTest
+    from skstein.distributions import Gaussian, Laplace
+    from skstein.experiments import rejection_rate
+
+    test = KSDTest(Gaussian(np.zeros(10)), bandwidth="median", n_bootstrap=1000,
+                   random_state=0)
+    t0 = time.perf_counter()
+    rejection_rate(test, Laplace(10), 1000, n_trials=n_trials, random_state=0, n_jobs=n_jobs,
+                   verbose=False)
+    return time.perf_counter() - t0
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=2000)
-    ap.add_argument("--d", type=int, default=100)
-    ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2, 4, 8, 16])
+    ap.add_argument("out", help="folder for scaling.json and scaling.csv")
+    ap.add_argument("--threads", type=int, nargs="+", default=None,
+                    help="thread counts (default: 1, 2, 4, ... up to the cores)")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--trials", type=int, default=160)
+    ap.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    ap.add_argument("--only", nargs="*", default=None, help="names of the rows to run")
     args = ap.parse_args()
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((args.n, args.d))
-    model = Gaussian(np.zeros(args.d))
-    S = model.grad_logpdf(X)
-    test = KSDTest(model, bandwidth="median", n_bootstrap=1000, random_state=0).fit(X)
-    kern = test.kernel_
-    pairs = args.n * (args.n - 1) / 2
-    print(f"N={args.n} D={args.d}; cpus available {len(os.sched_getaffinity(0))}, "
-          f"numba max threads {numba.config.NUMBA_NUM_THREADS}")
-    base = None
-    for t in args.threads:
-        if t > numba.config.NUMBA_NUM_THREADS:
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    from skstein._threads import numba_threads
+
+    cores = len(os.sched_getaffinity(0))
+    threads = args.threads or [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= cores]
+    threads = [t for t in threads if t <= numba.config.NUMBA_NUM_THREADS]
+    os.makedirs(args.out, exist_ok=True)
+    machine = {"cpu": cpu_name(), "cores": cores, "numba_threads": numba.config.NUMBA_NUM_THREADS,
+               "numpy": np.__version__, "numba": numba.__version__}
+    print(f"{machine['cpu']}; {cores} cores; numba {numba.__version__}, numpy {np.__version__}")
+    results = []
+    for name, unit, setup in workloads(args.quick):
+        if args.only and name not in args.only:
             continue
-        with numba_threads(t), threadpool_limits(t):
-            ts, _ = median_time(lambda: stein_sums(X, S, kern, return_matrix=True), args.repeat)
-            tt, _ = median_time(lambda: test.test(X), args.repeat)
-        base = base or (ts, tt)
-        print(f"threads {t:2d}: Stein pass {ts * 1e3:7.1f} ms ({pairs / ts / 1e6:6.1f} M pairs/s, "
-              f"x{base[0] / ts:4.1f})   KSDTest.test {tt * 1e3:7.1f} ms (x{base[1] / tt:4.1f})")
+        fn, work = setup()
+        base = None
+        for t in threads:
+            with numba_threads(t), threadpool_limits(t):
+                sec, _ = median_time(fn, args.repeat, warmup=1)
+            base = base or sec
+            rate = (work / sec) if work is not None else None
+            row = {"row": name, "threads": t, "seconds": sec, "speedup": base / sec,
+                   "rate": rate, "unit": unit}
+            results.append(row)
+            shown = f"{rate:9.1f} {unit}" if rate is not None else f"{sec * 1e3:9.1f} ms"
+            print(f"{name:18s} threads {t:3d}: {shown}   x{base / sec:5.2f}", flush=True)
+    if not args.only or "trials" in args.only:
+        one = _trial_rate(1, args.trials)
+        for t in threads:
+            sec = one if t == 1 else _trial_rate(t, args.trials)
+            results.append({"row": "trials", "threads": t, "seconds": sec, "speedup": one / sec,
+                            "rate": None, "unit": "s"})
+            print(f"{'trials':18s} n_jobs  {t:3d}: {sec:9.2f} s    x{one / sec:5.2f}", flush=True)
+    with open(os.path.join(args.out, "scaling.json"), "w") as f:
+        json.dump({"machine": machine, "rows": results}, f, indent=1)
+    with open(os.path.join(args.out, "scaling.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(results[0]))
+        w.writeheader()
+        w.writerows(results)
 
 
 if __name__ == "__main__":
