@@ -103,7 +103,9 @@ class SampleTestMethods(FitMethod):
 
         Returns
         -------
-        float
+        float or ndarray
+            The statistic; a test that aggregates several statistics gives their array
+            (the class description says in which order).
         """
         return self._discrepancy(X)
 

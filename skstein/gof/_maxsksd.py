@@ -47,6 +47,7 @@ from ._base import (
     on_training_part,
     split_sample,
 )
+from ._common import SampleTestMethods
 
 __all__ = ["MaxSKSDTest"]
 
@@ -61,7 +62,7 @@ class _WhitenedScore:
         return evaluate_score(self.model, Z @ self.B.T, "model") @ self.B
 
 
-class MaxSKSDTest(SteinTestMixin, BaseEstimator):
+class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
     r"""The maxSKSD goodness-of-fit test (Gong, Li & Hernández-Lobato 2021, Algorithm 1).
 
     The statistic is the sliced kernel Stein discrepancy along learned directions:
@@ -199,6 +200,31 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
         calls since the first.
     n_features_in_ : int
 
+    Notes
+    -----
+    :meth:`fit` learns the test directions (and slices) on the training sample it is
+    given; :meth:`test` then tests held-out data (when not fitted, Algorithm 1 on a
+    split). With several candidate sets of directions (``init="auto"``) or a collection
+    of test bandwidths, the test aggregates over all of them: one bootstrap shared by
+    every statistic and the min-p level correction of :class:`KSDTest`'s aggregated test
+    (exact level, power of the best). In the result, ``bandwidth`` holds the per-pair
+    bandwidths and ``n_samples`` counts the samples the statistic was computed on; an
+    aggregated result carries each statistic's bandwidth row (``bandwidths``, shape
+    (L, m)), statistic, own p-value and decision, and ``labels`` naming its candidate
+    set (and bandwidth factor).
+
+    :meth:`discrepancy` is the sliced KSD along the fitted directions (the test
+    statistic); when not fitted, the directions are learned on a ``train_size`` split
+    and the value is computed on the rest, as in :meth:`test`. For an aggregated test
+    it is the array of its statistics (candidate sets of directions, times bandwidth
+    factors), in the order of the result's ``labels``.
+
+    :meth:`score` is the test-power criterion :math:`\mathrm{SKSD}^2_U /
+    \hat\sigma_{H_1}` (see :meth:`skstein.discrepancy.SteinSums.power_criterion`; for
+    an aggregated test, the largest criterion over the collection): ``GridSearchCV``
+    over ``bandwidth``, ``kernel`` or ``n_slices`` fits the directions on each training
+    fold and scores them on the held-out fold.
+
     See Also
     --------
     KSDTest : the test with a D-dimensional kernel.
@@ -296,20 +322,11 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
             batch_size=self.batch_size, orthogonal_slices=self.orthogonal_slices,
             random_state=rng)
 
-    def fit(self, X, y=None):
-        """Learn the test directions (and slices) on the training sample ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
+    def _check_params(self):
+        """The checks run by :meth:`fit`: those shared by the Stein tests."""
         self._check_common_params()
-        X = self._validate_X(X, reset=True)
+
+    def _fit(self, X):
         res, self.whitening_ = self._search(X, as_generator(self.random_state))
         self.directions_ = res.directions
         self.slices_ = res.slices
@@ -317,7 +334,6 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
         self.candidates_ = res.candidates
         self.n_iter_ = res.n_iter
         self._ascent = None
-        return self
 
     def partial_fit(self, X, y=None):
         """One ascent step of the directions (and slices) on the batch ``X``.
@@ -459,27 +475,7 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
                 for _, G, R, rows in specs for hk in rows]
         return sums, len(sums) > 1
 
-    def test(self, X):
-        """Run the test on ``X`` (held-out data when fitted; else Algorithm 1 on a split).
-
-        With several candidate sets of directions (``init="auto"``) or a collection
-        of test bandwidths, the test aggregates over all of them: one bootstrap
-        shared by every statistic and the min-p level correction of
-        :class:`KSDTest`'s aggregated test (exact level, power of the best).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        GOFTestResult
-            ``bandwidth`` holds the per-pair bandwidths; ``n_samples`` counts the
-            samples the statistic was computed on. An aggregated result carries
-            each statistic's bandwidth row (``bandwidths``, shape (L, m)), statistic,
-            own p-value and decision, and ``labels`` naming its candidate set (and
-            bandwidth factor).
-        """
+    def _test(self, X):
         rng = as_generator(self.random_state)
         prep_rng, boot_rng = rng.spawn(2)
         X, S, specs = self._prepare(X, prep_rng)
@@ -520,45 +516,11 @@ class MaxSKSDTest(SteinTestMixin, BaseEstimator):
                                  method + ", aggregated over " + " x ".join(what) + ")",
                                  rows_all, labels=tuple(labels), **common)
 
-    def discrepancy(self, X):
-        """The sliced KSD of ``X`` along the fitted directions (the test statistic).
-
-        When not fitted, the directions are learned on a ``train_size`` split of
-        ``X`` and the value is computed on the rest, as in :meth:`test`. For an
-        aggregated test, the array of its statistics (candidate sets of directions,
-        times bandwidth factors), in the order of the result's ``labels``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-
-        Returns
-        -------
-        float or ndarray
-        """
+    def _discrepancy(self, X):
         sums, aggregated = self._all_sums(X)
         values = np.array([s.statistic(self.statistic) for s in sums])
         return values if aggregated else float(values[0])
 
-    def score(self, X, y=None):
-        r"""Test-power criterion on ``X``: :math:`\mathrm{SKSD}^2_U / \hat\sigma_{H_1}`.
-
-        Higher means more power; ``GridSearchCV`` over ``bandwidth``, ``kernel`` or
-        ``n_slices`` fits the directions on each training fold and scores them on
-        the held-out fold. See :meth:`skstein.discrepancy.SteinSums.power_criterion`.
-        For an aggregated test, the largest criterion over the collection.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-        y : None
-            Ignored; present for the scikit-learn API.
-
-        Returns
-        -------
-        float
-        """
+    def _score(self, X):
         sums, _ = self._all_sums(X)
         return float(max(s.power_criterion() for s in sums))
