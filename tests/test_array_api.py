@@ -177,3 +177,31 @@ def test_gpu_equals_numba_path(dispatch, lib):
     r1 = KSDTest(model, random_state=0).test(move(X))
     _close(r0.statistics, r1.statistics)
     assert r0.pvalue == r1.pvalue
+
+
+def test_blocks_do_not_change_the_sums(dispatch, monkeypatch):
+    import skstein._xp_stein as xps
+    from skstein._bootstrap import bootstrap_weights
+    from skstein.kernels import make_kernel
+
+    X, Xs = _data(n=97, d=4)
+    S = -X + 0.3 * np.tanh(X)
+    kernels = [make_kernel("imq", h, None) for h in (0.5, 2.0)]
+    V = bootstrap_weights("rademacher", 97, 50, np.random.default_rng(0))
+    whole, fw = xps.xp_sums_and_forms(Xs, xs.asarray(S), kernels, V)
+    monkeypatch.setattr(xps, "DEVICE_MAX_MEMORY", 1)
+    blocks, fb = xps.xp_sums_and_forms(Xs, xs.asarray(S), kernels, V, max_memory=60000)
+    assert xps._rows_per_block(97, 2, 50, 8, 60000) < 97
+    for a, b in zip(whole, blocks):
+        _close(a.rowsums, b.rowsums)
+        _close(a.offdiag_sum, b.offdiag_sum)
+    np.testing.assert_allclose(fw, fb, rtol=1e-6, atol=1e-6 * np.abs(fw).max())
+
+
+def test_float32_data_compute_in_float32(dispatch):
+    X, _ = _data(n=120)
+    model = StrictScore(3, tilt=0.2)
+    r64 = KSDTest(model, random_state=0).test(X)
+    r32 = KSDTest(model, random_state=0).test(xs.asarray(X, dtype=xs.float32))
+    np.testing.assert_allclose(r32.statistics, r64.statistics, rtol=1e-3)
+    assert r32.reject == r64.reject

@@ -145,7 +145,8 @@ class KSDTest(SteinTestMixin, BaseEstimator):
     max_memory : int, default=64 MiB
         Memory budget in bytes for the Stein-kernel temporaries. The Stein matrix is
         never formed whole: it is computed by blocks of rows within this budget, and
-        the results do not depend on it.
+        the results do not depend on it. Data on a device (the Array API engine) use
+        at least 2 GiB, so that the device runs a few large products.
     operator : {None, "difference", "zanella-barker"}, default=None
         The Stein operator. None: the model decides; a discrete model (one with
         ``n_values``, e.g. :class:`~skstein.distributions.Categorical`) gets the

@@ -1,0 +1,261 @@
+"""skstein on a GPU (the Array API engine) against KSDAgg's JAX code and the CPU, one run.
+
+The same data for everyone, generated here: ``X`` standard normal plus a shift of 0.2 in
+its first coordinate, model N(0, I) (score ``-x``), at (n, d) = (1000, 100), (5000, 1) and
+(20000, 10). Timed, median of ``--repeat`` runs after a warm-up (JIT compilation, caches,
+device start-up) and with the device synchronised:
+
+* ``skstein-gpu``: ``KSDTest(model, kernel="imq", bootstrap="rademacher",
+  n_bootstrap=2000, n_bandwidths=10)`` on PyTorch (or CuPy) CUDA arrays under
+  ``sklearn.config_context(array_api_dispatch=True)``, data float32 with TF32 off
+  (true float32 products), float32 with TF32 on (the opt-in reduced precision), and
+  float64;
+* ``skstein-cpu``: the same test on NumPy data, the numba engine on all cores;
+* ``ksdagg-jax``: KSDAgg's ``ksdagg.jax.ksdagg`` (10 bandwidths, B1 = B2 = 2000 wild
+  bootstrap draws) at JAX's default matrix precision and at ``"highest"``. Its code is
+  not part of skstein: give the folder of a checkout of its public repository with
+  ``--ksdagg PATH`` (the folder that holds the ``ksdagg`` package); without it those
+  rows are skipped.
+
+For the samplers, one iteration at N = 1000 particles, D = 100: ``SVGD`` and
+``SlicedSVGD`` on the device and on the CPU, and a plain PyTorch SVGD step (cdist, RBF,
+two products) as the reference.
+
+The p-values and decisions of each precision are compared with float64's; everything
+is written to ``OUT/gpu.json`` and printed.
+
+Run: ``SCIPY_ARRAY_API=1 python benchmarks/bench_gpu.py OUT [--ksdagg PATH] [--lib torch]``
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
+import numpy as np  # noqa: E402
+
+CASES = [(1000, 100), (5000, 1), (20000, 10)]
+QUICK_CASES = [(300, 20), (600, 1)]
+
+
+def data(n, d, seed=0):
+    X = np.random.default_rng(seed).standard_normal((n, d))
+    X[:, 0] += 0.2
+    return X
+
+
+def median_time(fn, repeat, sync):
+    fn()
+    sync()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)), out
+
+
+class Neg:
+    """The score of N(0, I), in the namespace of its input."""
+
+    def grad_logpdf(self, X):
+        return -X
+
+
+def torch_lib():
+    import torch
+
+    dev = torch.device("cuda")
+
+    def move(A, dtype):
+        return torch.asarray(A, dtype=getattr(torch, dtype), device=dev)
+
+    def tf32(on):
+        torch.backends.cuda.matmul.allow_tf32 = on
+        torch.backends.cudnn.allow_tf32 = on
+
+    return move, torch.cuda.synchronize, tf32, torch.cuda.get_device_name(0)
+
+
+def cupy_lib():
+    import cupy
+
+    def move(A, dtype):
+        return cupy.asarray(A, dtype=dtype)
+
+    def tf32(on):
+        # CuPy reads CUPY_TF32 when it starts; the mode cannot change within one run
+        if on != (os.environ.get("CUPY_TF32", "0") == "1"):
+            raise RuntimeError("set CUPY_TF32 before starting for CuPy's TF32 mode")
+
+    return (move, lambda: cupy.cuda.Device().synchronize(), tf32,
+            cupy.cuda.runtime.getDeviceProperties(0)["name"].decode())
+
+
+def bench_ksd(args, move, sync, tf32, rows):
+    import sklearn
+
+    from skstein import KSDTest
+
+    def test():
+        return KSDTest(Neg(), kernel="imq", bootstrap="rademacher", n_bootstrap=2000,
+                       n_bandwidths=10, random_state=0)
+
+    for n, d in CASES:
+        X = data(n, d)
+        t, ref = median_time(lambda: test().test(X), max(1, args.repeat // 3), lambda: None)
+        rows.append(dict(what="ksd", n=n, d=d, who="skstein-cpu", precision="float64 (forms "
+                         "float32)", seconds=t, pvalue=ref.pvalue, reject=ref.reject))
+        print(rows[-1], flush=True)
+        for dtype, tf in (("float64", False), ("float32", False), ("float32", True)):
+            try:
+                tf32(tf)
+            except RuntimeError as exc:
+                print(f"skip {dtype} tf32={tf}: {exc}")
+                continue
+            Xd = move(X, dtype)
+            with sklearn.config_context(array_api_dispatch=True):
+                t, res = median_time(lambda: test().test(Xd), args.repeat, sync)
+            rows.append(dict(what="ksd", n=n, d=d, who="skstein-gpu",
+                             precision=f"{dtype}{' tf32' if tf else ''}", seconds=t,
+                             pvalue=res.pvalue, reject=res.reject,
+                             pvalue_diff=abs(res.pvalue - ref.pvalue),
+                             same_decision=res.reject == ref.reject,
+                             max_stat_rel_diff=float(np.max(np.abs(res.statistics - ref.statistics)
+                                                     / np.abs(ref.statistics)))))
+            print(rows[-1], flush=True)
+        tf32(False)
+
+
+def bench_ksdagg(args, rows):
+    if not args.ksdagg:
+        print("no --ksdagg folder: KSDAgg-JAX rows skipped")
+        return
+    sys.path.insert(0, args.ksdagg)
+    import jax
+    import jax.numpy as jnp
+    from ksdagg.jax import ksdagg
+
+    for n, d in CASES:
+        X = data(n, d)
+        Xj = jnp.asarray(X, dtype=jnp.float32)
+        Sj = -Xj
+        for precision in ("default", "highest"):
+            def run():
+                ctx = (contextlib.nullcontext() if precision == "default"
+                       else jax.default_matmul_precision(precision))
+                with ctx:
+                    return ksdagg(Xj, Sj, number_bandwidths=10, B1=2000, B2=2000,
+                                  return_dictionary=True)
+
+            def sync():
+                pass
+
+            def timed():
+                out = run()
+                jax.block_until_ready(out[0])
+                return out
+
+            t, (reject, info) = median_time(timed, args.repeat, sync)
+            rows.append(dict(what="ksd", n=n, d=d, who="ksdagg-jax", precision=precision,
+                             seconds=t, reject=bool(reject)))
+            print(rows[-1], flush=True)
+
+
+def torch_svgd_step(torch):
+    """A plain SVGD step: median bandwidth, RBF kernel from cdist, two products."""
+
+    def step(Z, score, lr=0.1):
+        D2 = torch.cdist(Z, Z) ** 2
+        h = torch.median(D2) / np.log(Z.shape[0] + 1.0)
+        K = torch.exp(-D2 / h)
+        phi = (K @ score(Z) + (2.0 / h) * (Z * K.sum(1, keepdim=True) - K @ Z)) / Z.shape[0]
+        return Z + lr * phi
+
+    return step
+
+
+def bench_svgd(args, move, sync, rows):
+    import sklearn
+
+    from skstein import SVGD, SlicedSVGD
+
+    n, d = 1000, 100
+    X0 = np.random.default_rng(0).standard_normal((n, d)) * 0.1 + 1.0
+    for cls in (SVGD, SlicedSVGD):
+        per = {}
+        for where in ("cpu", "gpu"):
+            Z = X0 if where == "cpu" else move(X0, "float64")
+
+            def run(k):
+                with sklearn.config_context(array_api_dispatch=(where == "gpu")):
+                    return cls(Neg(), n_iter=k, random_state=0).fit(Z)
+
+            t1, _ = median_time(lambda: run(1), 3, sync)
+            t2, _ = median_time(lambda: run(21), 3, sync)
+            per[where] = (t2 - t1) / 20
+            rows.append(dict(what="sampler", who=f"{cls.__name__}-{where}", n=n, d=d,
+                             seconds_per_iteration=per[where]))
+            print(rows[-1], flush=True)
+    try:
+        import torch
+    except ImportError:
+        return
+    if not torch.cuda.is_available():
+        return
+    step = torch_svgd_step(torch)
+    Z = torch.asarray(X0, dtype=torch.float32, device="cuda")
+    t, _ = median_time(lambda: step(Z, lambda A: -A), args.repeat, torch.cuda.synchronize)
+    rows.append(dict(what="sampler", who="plain-torch-svgd-step-float32", n=n, d=d,
+                     seconds_per_iteration=t))
+    print(rows[-1], flush=True)
+
+
+def strict_lib():
+    """array-api-strict on the CPU: a smoke run of this script where no GPU is at hand."""
+    import array_api_strict as xs
+
+    def tf32(on):
+        if on:
+            raise RuntimeError("no TF32 mode in array-api-strict")
+
+    return (lambda A, dtype: xs.asarray(A, dtype=getattr(xs, dtype))), (lambda: None), tf32, \
+        "array-api-strict (CPU)"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--ksdagg", default=None, help="folder holding KSDAgg's ksdagg package")
+    ap.add_argument("--lib", choices=("torch", "cupy", "strict"), default="torch")
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--quick", action="store_true", help="small cases (a smoke run)")
+    ap.add_argument("--skip", nargs="*", default=(), choices=("ksd", "ksdagg", "svgd"))
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    if args.quick:
+        CASES[:] = QUICK_CASES
+    move, sync, tf32, device = {"torch": torch_lib, "cupy": cupy_lib,
+                                "strict": strict_lib}[args.lib]()
+    rows = []
+    print(f"device: {device}; library {args.lib}; cores {len(os.sched_getaffinity(0))}")
+    try:
+        if "ksd" not in args.skip:
+            bench_ksd(args, move, sync, tf32, rows)
+        if "ksdagg" not in args.skip:
+            bench_ksdagg(args, rows)
+        if "svgd" not in args.skip:
+            bench_svgd(args, move, sync, rows)
+    finally:
+        with open(os.path.join(args.out, "gpu.json"), "w") as f:
+            json.dump({"device": device, "library": args.lib, "rows": rows}, f, indent=1,
+                      default=str)
+
+
+if __name__ == "__main__":
+    main()
