@@ -4,6 +4,8 @@ Arrays in, arrays out; :mod:`skstein.svgd` holds the estimators. The pair loops 
 :mod:`skstein._numba.svgd`.
 """
 
+import functools
+
 import numba
 import numpy as np
 
@@ -65,11 +67,12 @@ class SVGDFlow:
 
     Resolves the kernel and bandwidth rule once and keeps the buffers, so an
     iteration allocates nothing of size N x N. Below :data:`SERIAL_EVALUATIONS`
-    pairs the pass runs on the calling thread (waking numba's pool costs more than
-    the work); above, on numba's threads. Both cut the rows into the same blocks and
-    call BLAS on one thread per block, so the numbers are the same bits for any
-    number of threads (OpenBLAS itself gives different bits for different thread
-    counts); :meth:`threads` holds BLAS at one thread around the passes.
+    pairs the pass runs on the calling thread as one block (waking numba's pool
+    costs more than the work); above, on numba's threads in row blocks, each
+    calling BLAS on one thread. Which one runs depends on N only, and the blocks do
+    not depend on the threads, so the numbers are the same bits for any number of
+    threads (OpenBLAS itself gives different bits for different thread counts);
+    :meth:`threads` holds BLAS at one thread around the passes.
 
     Parameters
     ----------
@@ -87,7 +90,10 @@ class SVGDFlow:
             self.scale, self.h = 1.0, float(bandwidth)
         self.code, _, self.beta = _kernel_code(make_kernel(kernel, 1.0, kernel_params))
         self.n = n
-        self._field = svgd_field_serial if n * n < SERIAL_EVALUATIONS else svgd_field
+        if n * n < SERIAL_EVALUATIONS:  # one block on the calling thread
+            self._field = functools.partial(svgd_field_serial, bs=max(n, 1))
+        else:
+            self._field = svgd_field
         self._Xc = np.empty((n, d))
         self._nx = np.empty(n)
         self._ones = np.ones(n)
@@ -118,7 +124,8 @@ class SVGDFlow:
 def adagrad_update(drive, repulse, n, v, first, lr, X):
     """AdaGrad-like step of the original SVGD code on ``X`` in place (see ``adagrad_step``).
 
-    ``drive`` is overwritten with the step. Returns ``(max |phi|, max |X|)``.
+    ``drive`` is overwritten with the step. Returns ``(max v, max |X|)`` (NaN if any
+    entry is NaN); ``max v`` is finite exactly when every ``phi^2`` is.
     """
     return adagrad_step(drive, repulse, n, v, first, lr, X)
 

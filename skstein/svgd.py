@@ -73,11 +73,12 @@ class _Optimizer:
 
     def __init__(self, name, step_size, shape):
         self.name, self.lr = name, step_size
-        self.v = np.empty(shape) if name == "adagrad" else None
+        self.v = np.zeros(shape) if name == "adagrad" else None
         self.t = 0
         self.adam = _Adam(shape) if name == "adam" else None
 
     def _check_squarable(self, top):
+        """Raise unless ``top`` (the largest ``|phi|``) can be squared in float64."""
         if not top < _MAX_SQUARABLE:
             raise ValueError(
                 f"the SVGD direction reaches {top:.3g}, beyond what the {self.name} step can "
@@ -91,9 +92,10 @@ class _Optimizer:
         """
         self.t += 1
         if self.name == "adagrad":
-            top, xtop = adagrad_update(drive, repulse, X.shape[0], self.v, self.t == 1,
-                                       self.lr, X)
-            self._check_squarable(top)
+            vmax, xtop = adagrad_update(drive, repulse, X.shape[0], self.v, self.t == 1,
+                                        self.lr, X)
+            if not np.isfinite(vmax):  # some phi^2 overflowed (or phi is NaN)
+                self._check_squarable(np.inf if vmax == np.inf else vmax)
             return drive, xtop
         phi = drive
         phi += repulse

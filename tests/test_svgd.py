@@ -308,7 +308,7 @@ def test_diverging_particles_blame_the_step():
 def test_svgd_field_is_the_same_bits_for_any_thread_count(kind):
     from threadpoolctl import threadpool_limits
 
-    from skstein._numba.svgd import svgd_field, svgd_field_serial
+    from skstein._numba.svgd import SVGD_BLOCK, svgd_field, svgd_field_serial
 
     # 400 particles: above the serial threshold and the direct-median size (the
     # bracketed median runs)
@@ -320,7 +320,8 @@ def test_svgd_field_is_the_same_bits_for_any_thread_count(kind):
             for field in (svgd_field, svgd_field_serial):
                 bufs = (np.empty_like(X), np.empty(400), np.ones(400), np.empty((400, 400)),
                         np.empty_like(X), np.empty_like(X))
-                h, bad = field(code, -0.5, 0.7, 0.0, X, S, *bufs)
+                extra = () if field is svgd_field else (SVGD_BLOCK,)
+                h, bad = field(code, -0.5, 0.7, 0.0, X, S, *bufs, *extra)
                 outs.append((h, bufs[4], bufs[5]))
     # the BLAS limit above is overridden by the flow's own (one thread per block)
     with numba_threads(2), threadpool_limits(2):

@@ -310,10 +310,13 @@ def svgd_field(code, beta, scale, h, X, S, Xc, nx, ones, T, drive, repulse):
 
 
 @njit(cache=True)
-def svgd_field_serial(code, beta, scale, h, X, S, Xc, nx, ones, T, drive, repulse):
-    """:func:`svgd_field` on the calling thread (same blocks, same numbers)."""
+def svgd_field_serial(code, beta, scale, h, X, S, Xc, nx, ones, T, drive, repulse, bs):
+    """:func:`svgd_field` on the calling thread, rows in blocks of ``bs``.
+
+    With ``bs = SVGD_BLOCK`` the numbers are :func:`svgd_field`'s; small problems
+    take one block (``bs = N``: fewer, larger BLAS calls).
+    """
     n, d = X.shape
-    bs = SVGD_BLOCK
     nb = (n + bs - 1) // bs
     mu = _column_mean(X)
     bad = 0
@@ -340,37 +343,47 @@ def svgd_field_serial(code, beta, scale, h, X, S, Xc, nx, ones, T, drive, repuls
     return h, bad
 
 
+_ABS_BITS = np.int64(0x7FFFFFFFFFFFFFFF)
+
+
+@njit(cache=True)
+def _max_abs(a):
+    """``max |a|`` of a C-contiguous float64 array, NaN if any entry is NaN.
+
+    Works on the bit patterns: for non-negative floats (sign bit cleared) the
+    integer order is the float order and NaN lies above infinity, and an integer
+    maximum vectorises where a float maximum that honours NaN does not.
+    """
+    bits = a.reshape(-1).view(np.int64)
+    top = np.int64(0)
+    for i in range(bits.size):
+        top = max(top, bits[i] & _ABS_BITS)
+    return np.array([top]).view(np.float64)[0]
+
+
 @njit(cache=True)
 def adagrad_step(drive, repulse, n, v, first, lr, X):
     """The AdaGrad-like step of the original SVGD code, applied to ``X`` in place.
 
     ``phi = (drive + repulse) / n``; ``v = phi^2`` (``first``) or ``0.9 v + 0.1 phi^2``;
     ``step = lr phi / (1e-6 + sqrt(v))`` is written into ``drive`` and added to ``X``.
-    Returns ``(max |phi|, max |X|)`` (NaN if any is NaN).
+    Returns ``(max v, max |X|)`` after the step (NaN if any is NaN); ``max v`` is
+    finite exactly when every ``phi^2`` is.
     """
-    top = 0.0
-    xtop = 0.0
-    rows, d = X.shape
-    for i in range(rows):
-        for k in range(d):
-            phi = (drive[i, k] + repulse[i, k]) / n
-            a = abs(phi)
-            if not a <= top:  # NaN sticks
-                top = a if top == top else top
-            sq = phi * phi
-            if first:
-                vk = sq
-            else:
-                vk = v[i, k] * 0.9 + sq * 0.1
-            v[i, k] = vk
-            step = phi / (np.sqrt(vk) + 1e-6) * lr
-            drive[i, k] = step
-            x = X[i, k] + step
-            X[i, k] = x
-            ax = abs(x)
-            if not ax <= xtop:
-                xtop = ax if xtop == xtop else xtop
-    return top, xtop
+    a = drive.reshape(-1)
+    r = repulse.reshape(-1)
+    w = v.reshape(-1)
+    x = X.reshape(-1)
+    keep = 0.0 if first else 0.9
+    new = 1.0 if first else 0.1
+    for i in range(a.size):  # branch-free: vectorises
+        phi = (a[i] + r[i]) / n
+        vi = w[i] * keep + phi * phi * new
+        w[i] = vi
+        step = phi / (np.sqrt(vi) + 1e-6) * lr
+        a[i] = step
+        x[i] += step
+    return _max_abs(v), _max_abs(X)
 
 
 @njit(cache=True, parallel=True)
