@@ -13,7 +13,32 @@ from .._random import as_generator
 __all__ = ["Distribution"]
 
 
-class Distribution:
+class SamplerMixin:
+    """``rvs`` of the models: checks its arguments and calls the model's ``_rvs``."""
+
+    def rvs(self, n, random_state=None):
+        """Draw ``n`` samples.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples.
+        random_state : None, int or numpy.random.Generator, default=None
+            Seed or generator of the draws.
+
+        Returns
+        -------
+        ndarray of shape (n, dim)
+            Float64 for continuous models, int64 for discrete ones.
+        """
+        return self._rvs(check_n(n), as_generator(random_state))
+
+    def _rvs(self, n, rng):
+        """``n`` draws (``n`` a checked positive int) from the generator ``rng``."""
+        raise NotImplementedError(f"{type(self).__name__} has no sampler.")
+
+
+class Distribution(SamplerMixin):
     """Base class of skstein's distributions.
 
     Subclasses set ``dim`` and implement ``_grad_logpdf`` and, where they can,
@@ -56,22 +81,6 @@ class Distribution:
         """
         return self._logpdf(self._check_X(X))
 
-    def rvs(self, n, random_state=None):
-        """Draw ``n`` samples.
-
-        Parameters
-        ----------
-        n : int
-            Number of samples.
-        random_state : None, int or numpy.random.Generator, default=None
-            Seed or generator of the draws.
-
-        Returns
-        -------
-        ndarray of shape (n, dim)
-        """
-        return self._rvs(check_n(n), as_generator(random_state))
-
     # The public methods above validate their arguments once; subclasses implement
     # the computations below on validated arguments.
     def _grad_logpdf(self, X):
@@ -81,10 +90,6 @@ class Distribution:
     def _logpdf(self, X):
         """The log density at the rows of a validated float64 array ``X`` of shape (n, dim)."""
         raise NotImplementedError(f"{type(self).__name__} has no logpdf.")
-
-    def _rvs(self, n, rng):
-        """``n`` draws (``n`` a checked positive int) from the generator ``rng``."""
-        raise NotImplementedError(f"{type(self).__name__} has no sampler.")
 
     def __call__(self, X):
         return self.grad_logpdf(X)

@@ -8,14 +8,13 @@ ratios of the discrete Stein operators through ``log_ratio(X, shift)`` (see
 import numpy as np
 from scipy.special import expit
 
-from .._random import as_generator
 from .._validation import check_positive_int
-from ._base import check_n
+from ._base import SamplerMixin
 
 __all__ = ["DiscreteDistribution", "Categorical", "BinaryRBM"]
 
 
-class DiscreteDistribution:
+class DiscreteDistribution(SamplerMixin):
     """Base class of skstein's discrete models.
 
     Subclasses set ``dim`` and ``n_values`` and implement ``_log_ratio``; ``_logpmf``
@@ -60,22 +59,6 @@ class DiscreteDistribution:
         """
         return self._logpmf(self._check_X(X))
 
-    def rvs(self, n, random_state=None):
-        """Draw ``n`` samples.
-
-        Parameters
-        ----------
-        n : int
-            Number of samples.
-        random_state : None, int or numpy.random.Generator, default=None
-            Seed or generator of the draws.
-
-        Returns
-        -------
-        ndarray of int64 of shape (n, dim)
-        """
-        return self._rvs(check_n(n), as_generator(random_state))
-
     # The public methods above validate their arguments once; subclasses implement
     # the computations below on validated arguments.
     def _log_ratio(self, X, shift):
@@ -85,10 +68,6 @@ class DiscreteDistribution:
     def _logpmf(self, X):
         """The log probabilities of the rows of a validated int64 array ``X``."""
         raise NotImplementedError(f"{type(self).__name__} has no logpmf.")
-
-    def _rvs(self, n, rng):
-        """``n`` draws (``n`` a checked positive int) from the generator ``rng``."""
-        raise NotImplementedError(f"{type(self).__name__} has no sampler.")
 
     def _check_X(self, X):
         X = np.asarray(X)
