@@ -4,7 +4,7 @@ next to a PNG plot."""
 import csv
 import os
 
-__all__ = ["write_csv", "pyplot", "format_table", "run_config", "save_figure", "rate_panels",
+__all__ = ["write_csv", "pyplot", "format_table", "run_config", "save_figure", "panel_row",
            "finish_rate_panels", "offset_rate_curves"]
 
 
@@ -77,7 +77,7 @@ def save_figure(fig, path):
     return path
 
 
-def rate_panels(n_panels, width, height):
+def panel_row(n_panels, width, height):
     """``(fig, axes)``: one row of ``n_panels`` panels of ``width`` x ``height`` inches each
     (``axes`` of shape (1, n_panels)), or ``(None, None)`` without matplotlib."""
     plt = pyplot()

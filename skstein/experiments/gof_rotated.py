@@ -48,7 +48,7 @@ from scipy.stats import ortho_group
 from .._random import spawn_seeds
 from ..distributions import Gaussian
 from ..gof import KSDTest, MaxSKSDTest
-from ._output import finish_rate_panels, rate_panels, run_config
+from ._output import finish_rate_panels, panel_row, run_config
 from ._runner import run_trials
 from ._summary import timed_summary
 
@@ -151,7 +151,7 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="aut
 def plot(rows, path):
     """Rejection rate versus dimension per case, with binomial error bars."""
     cases = [c for c in CASES if any(r["case"] == c for r in rows)]
-    fig, axes = rate_panels(len(cases), 3.8, 3.6)
+    fig, axes = panel_row(len(cases), 3.8, 3.6)
     if fig is None:
         return None
     styles = {"identity": ":", "auto": "-", "oracle": "--"}

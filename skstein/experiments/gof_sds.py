@@ -16,7 +16,7 @@ import numpy as np
 
 from .._random import spawn_seeds
 from ..distributions import Gaussian
-from ._output import finish_rate_panels, rate_panels, run_config
+from ._output import finish_rate_panels, panel_row, run_config
 from ._runner import draw_samples, run_trials
 from ._summary import timed_summary
 from .gof_gaussian import make_test
@@ -85,7 +85,7 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0,
 def plot(rows, path):
     """Rejection rate versus shift, one panel per kind."""
     kinds = [k for k in KINDS if any(r["kind"] == k for r in rows)]
-    fig, axes = rate_panels(len(kinds), 4, 3.4)
+    fig, axes = panel_row(len(kinds), 4, 3.4)
     if fig is None:
         return None
     for ax, kind in zip(axes[0], kinds):

@@ -44,7 +44,7 @@ from .._random import spawn_seeds
 from ..distributions import PPCA
 from ..relative import RelativeKSDTest, RelativeMMDTest
 from ..samplers import HMC
-from ._output import finish_rate_panels, offset_rate_curves, rate_panels, run_config
+from ._output import finish_rate_panels, offset_rate_curves, panel_row, run_config
 from ._runner import draw_samples, run_trials
 from ._summary import zscore_summary
 
@@ -144,7 +144,7 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="aut
 def plot(rows, path):
     """Rejection rate versus n, one panel per case."""
     cases = [c for c in CASES if any(r["case"] == c for r in rows)]
-    fig, axes = rate_panels(len(cases), 4.2, 3.4)
+    fig, axes = panel_row(len(cases), 4.2, 3.4)
     if fig is None:
         return None
     methods = list(dict.fromkeys(r["method"] for r in rows))
