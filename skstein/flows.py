@@ -23,7 +23,7 @@ from .discrepancy import _threads_for
 from .kernels import MIN_BANDWIDTH, inverse_square, make_kernel
 
 __all__ = ["svgd_terms", "SVGDFlow", "adagrad_update", "sliced_svgd_update", "projection_medians",
-           "bandwidth_scale"]
+           "bandwidth_scale", "kernel_code"]
 
 
 #: Below this many kernel evaluations an update pass runs on the calling thread (waking
@@ -42,6 +42,12 @@ def sliced_terms(code, p0, p1, U, S, gdiag, drive, repulse):
     if numba.get_num_threads() <= SYMMETRIC_MAX_THREADS or n * n * m < SERIAL_EVALUATIONS:
         return sliced_svgd_terms_symmetric(code, p0, p1, U, S, gdiag, drive, repulse)
     return sliced_svgd_terms(code, p0, p1, U, S, gdiag, drive, repulse)
+
+
+def kernel_code(kernel, kernel_params=None):
+    """``(code, beta)`` of a kernel name: 0 RBF, 1 IMQ with exponent ``beta``."""
+    code, _, beta = _kernel_code(make_kernel(kernel, 1.0, kernel_params))
+    return int(code), float(beta)
 
 
 def bandwidth_scale(rule, n):

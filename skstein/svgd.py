@@ -14,6 +14,7 @@ settings (and, for :class:`SlicedSVGD`, starting from the learned directions).
 """
 
 import contextlib
+import functools
 import numbers
 import sys
 import warnings
@@ -35,14 +36,24 @@ from ._validation import (
 )
 from .discrepancy import sliced_value_and_grad, stein_sums
 from .directions import _Adam, _tangent_unit_rows, _unit_rows
+from ._flows_xp import sliced_svgd_terms_xp, svgd_terms_xp
+from ._xp import check_same_namespace, namespace_of, to_host
 from .flows import (
     SVGDFlow,
     adagrad_update,
     bandwidth_scale,
+    kernel_code,
     projection_medians,
     sliced_svgd_update,
 )
-from .kernels import KERNELS, check_bandwidth, make_kernel, median_bandwidth
+from .kernels import (
+    KERNELS,
+    MIN_BANDWIDTH,
+    check_bandwidth,
+    inverse_square,
+    make_kernel,
+    median_bandwidth,
+)
 
 __all__ = ["SVGD", "SlicedSVGD", "score_frame", "scores_correlated"]
 
@@ -163,7 +174,11 @@ class _ParticleSampler(BaseEstimator):
         X0 : array-like of shape (n_particles, n_features), default=None
             Initial particles. ``None`` draws ``n_particles`` standard normal
             particles (needs ``target.dim``). Repeated rows warn: the update moves
-            equal particles identically, so they never separate.
+            equal particles identically, so they never separate. An array of another
+            Array API library (CuPy, PyTorch, ``array-api-strict``), with
+            ``sklearn.set_config(array_api_dispatch=True)``, is moved with that
+            library on its device (the target's score must then return arrays of the
+            same library and device), and ``particles_`` is such an array.
         y : ignored
 
         Returns
@@ -172,8 +187,10 @@ class _ParticleSampler(BaseEstimator):
         """
         self._check_params()
         rng = as_generator(self.random_state)
-        X = self._initial(X0, rng, reset=True)
-        self.particles_, self.n_iter_, self.history_, state = self._run(X, rng, None)
+        xp = None if X0 is None else namespace_of(X0, "X0")
+        X = self._initial(X0 if xp is None else to_host(X0), rng, reset=True)
+        run = self._run if xp is None else functools.partial(self._run_xp, xp, X0)
+        self.particles_, self.n_iter_, self.history_, state = run(X, rng, None)
         self._store_state(state)
         return self
 
@@ -192,15 +209,18 @@ class _ParticleSampler(BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_particles, n_features)
-            The moved particles.
+        array of shape (n_particles, n_features)
+            The moved particles, in the namespace of ``X`` (see :meth:`fit`).
         """
         self._check_params()
         rng = as_generator(self.random_state)
-        X = self._initial(X, rng, reset=False)
+        xp = namespace_of(X, "X")
+        Xd = X
+        X = self._initial(X if xp is None else to_host(X), rng, reset=False)
         if n_iter is not None:
             check_positive_int(n_iter, "n_iter", minimum=0)
-        particles, _, _, _ = self._run(X, rng, self._warm_state(), n_iter)
+        run = self._run if xp is None else functools.partial(self._run_xp, xp, Xd)
+        particles, _, _, _ = run(X, rng, self._warm_state(), n_iter)
         return particles
 
     def _scores(self, score, X, first):
@@ -210,7 +230,10 @@ class _ParticleSampler(BaseEstimator):
         (``_terms``), which reads the scores anyway.
         """
         if first or not self._fused_score_check:
-            return evaluate_score(self.target, X, "target", check_tails=False)
+            S = evaluate_score(self.target, X, "target", check_tails=False)
+            if first:  # NumPy particles: the score must not answer with device arrays
+                check_same_namespace(None, X, score(X.copy()), "the score of target")
+            return S
         values = score(X.copy())  # a score that writes into X changes nothing
         S = np.asarray(values, dtype=np.float64) if not isinstance(values, np.ndarray) or \
             values.dtype != np.float64 else values
@@ -259,6 +282,85 @@ class _ParticleSampler(BaseEstimator):
                 bar.update(1)
         history = {k: np.asarray(v) for k, v in hist.items()}
         return X, n_iter, history, state
+
+
+    def _run_xp(self, xp, Xd, X, rng, warm, n_iter=None):
+        """:meth:`_run` with an Array API namespace: particles, scores and the update on
+        the device of ``Xd``; ``X`` is its validated host copy (for the bookkeeping
+        that runs on the host: history records, direction updates of SlicedSVGD).
+        """
+        n_iter = self.n_iter if n_iter is None else n_iter
+        score = resolve_score(self.target, "target")
+        import array_api_compat
+
+        dev = array_api_compat.device(Xd)
+        Xd = xp.astype(Xd, xp.float64, copy=True)
+        state = self._init_state_xp(xp, Xd, X, warm, rng, score)
+        opt = _OptimizerXp(xp, self.optimizer, self.step_size, X.shape, dev)
+        hist = {"iteration": [], "step_norm": [], "discrepancy": [], "repulsive_force": [],
+                "variance": []}
+        n = X.shape[0]
+        for it in range(n_iter):
+            S = check_same_namespace(xp, Xd, score(xp.asarray(Xd, copy=True)),
+                                     "the score of target")
+            if tuple(S.shape) != tuple(Xd.shape):
+                raise ValueError(f"the score of target returned an array of shape "
+                                 f"{tuple(S.shape)} for X of shape {tuple(Xd.shape)}; it must "
+                                 "return grad log p(x) for each row of X.")
+            S = xp.astype(S, xp.float64)
+            if not bool(xp.all(xp.isfinite(S))):
+                bad = int(xp.sum(xp.astype(~xp.all(xp.isfinite(S), axis=1), xp.int64)))
+                raise ValueError(f"the score of target is not finite at {bad} of the {n} "
+                                 "rows of X.")
+            drive, repulse = self._terms_xp(xp, Xd, S, state, it, rng)
+            record = it % self.history_every == 0 or it == n_iter - 1
+            if record:
+                Xh, Sh = to_host(Xd), to_host(S)
+                hist["iteration"].append(it)
+                hist["discrepancy"].append(self._discrepancy(Xh, Sh, state, history=True))
+                hist["repulsive_force"].append(
+                    float(np.mean(np.linalg.norm(to_host(repulse) / n, axis=1))))
+                hist["variance"].append(
+                    float(np.mean(Xh.var(axis=0, ddof=1))) if n > 1 else float("nan"))
+            step = opt.step((drive + repulse) / n)
+            if record:
+                hist["step_norm"].append(float(np.mean(np.linalg.norm(to_host(step), axis=1))))
+            Xd = Xd + step
+            if not float(xp.max(xp.abs(Xd))) < _DIVERGED:
+                raise ValueError(
+                    f"the particles diverged at iteration {it} (an entry beyond "
+                    f"{_DIVERGED:g} or not finite): the step (step_size="
+                    f"{self.step_size!r}, optimizer={self.optimizer!r}) is too large "
+                    "for the target's scores, or they are too large for float64.")
+        history = {k: np.asarray(v) for k, v in hist.items()}
+        return Xd, n_iter, history, self._host_state(xp, state, dev)
+
+
+class _OptimizerXp(_Optimizer):
+    """:class:`_Optimizer` in an Array API namespace (same arithmetic)."""
+
+    def __init__(self, xp, name, step_size, shape, device):
+        self.xp, self.name, self.lr, self.t = xp, name, step_size, 0
+        self.v = None
+        self.m = None
+
+    def step(self, phi):
+        xp = self.xp
+        self.t += 1
+        if self.name == "sgd":
+            return self.lr * phi
+        sq = phi * phi
+        if not bool(xp.all(xp.isfinite(sq))):
+            self._check_squarable(float(xp.max(xp.abs(phi))))
+        if self.name == "adagrad":
+            self.v = sq if self.t == 1 else self.v * 0.9 + sq * 0.1
+            return phi / (xp.sqrt(self.v) + 1e-6) * self.lr
+        b1, b2 = 0.9, 0.999
+        self.m = (1 - b1) * phi if self.m is None else self.m * b1 + (1 - b1) * phi
+        self.v = (1 - b2) * phi * phi if self.v is None else self.v * b2 + (1 - b2) * phi * phi
+        mhat = self.m / (1 - b1**self.t)
+        vhat = self.v / (1 - b2**self.t)
+        return self.lr * (mhat / (xp.sqrt(vhat) + 1e-8))
 
 
 class SVGD(_ParticleSampler):
@@ -347,6 +449,19 @@ class SVGD(_ParticleSampler):
 
     def _terms(self, X, S, state, it, rng):
         return state.terms(X, S)
+
+    def _init_state_xp(self, xp, Xd, X, warm, rng, score):
+        code, beta = kernel_code(self.kernel, self.kernel_params)
+        if isinstance(self.bandwidth, str):
+            return code, beta, bandwidth_scale(self.bandwidth, X.shape[0]), 0.0
+        return code, beta, 1.0, float(self.bandwidth)
+
+    def _terms_xp(self, xp, X, S, state, it, rng):
+        drive, repulse, _ = svgd_terms_xp(xp, X, S, *state, MIN_BANDWIDTH)
+        return drive, repulse
+
+    def _host_state(self, xp, state, device):
+        return None
 
     def _discrepancy(self, X, S, state, history=False):
         if X.shape[0] < 2 or (history and np.all(X == X[0])):
@@ -605,12 +720,13 @@ class SlicedSVGD(_ParticleSampler):
         if isinstance(self.slices, str):
             check_choice(self.slices, "slices", SLICE_RULES)
 
-    def _initial_slices(self, X):
+    def _initial_slices(self, X, S=None):
         d = X.shape[1]
         if isinstance(self.slices, str):
             if self.slices == "axes" or X.shape[0] < 2:
                 return np.eye(d)
-            S = evaluate_score(self.target, X, "target", check_tails=False)
+            if S is None:
+                S = evaluate_score(self.target, X, "target", check_tails=False)
             # with no more particles than dimensions the score covariance is singular
             # and the frame partly arbitrary: "auto" keeps the axes there
             if self.slices == "auto" and (X.shape[0] <= d or not scores_correlated(S)):
@@ -623,14 +739,14 @@ class SlicedSVGD(_ParticleSampler):
                              f"orthonormal rows, got shape {R.shape}.")
         return R.copy()
 
-    def _init_state(self, X, warm, rng):
+    def _init_state(self, X, warm, rng, S=None):
         d = X.shape[1]
         R = None
         if warm is not None:
             G, R = warm[0].copy(), warm[1].copy()
         elif isinstance(self.init_directions, str):
             check_choice(self.init_directions, "init_directions", ("identity", "random"))
-            R = self._initial_slices(X)
+            R = self._initial_slices(X, S)
             G = R.copy() if self.init_directions == "identity" else \
                 _unit_rows(rng.standard_normal((d, d)))
         else:
@@ -641,7 +757,7 @@ class SlicedSVGD(_ParticleSampler):
                                  f"non-zero rows, got shape {G.shape}.")
             G = _unit_rows(G)
         if R is None:
-            R = self._initial_slices(X)
+            R = self._initial_slices(X, S)
         state = {"G": G, "R": R, "axes": _is_identity(R), "adam": _Adam(G.shape), "med": None,
                  "value": np.nan, "ref": None, "updates": 0}
         return state
@@ -651,7 +767,8 @@ class SlicedSVGD(_ParticleSampler):
             check_is_fitted(self, "directions_")
         except Exception:
             return None
-        return self.directions_, getattr(self, "slices_", np.eye(self.directions_.shape[1]))
+        G = to_host(self.directions_)
+        return G, to_host(getattr(self, "slices_", np.eye(G.shape[1])))
 
     def _store_state(self, state):
         self.directions_ = state["G"]
@@ -697,6 +814,60 @@ class SlicedSVGD(_ParticleSampler):
         drive, repulse = sliced_svgd_update(X @ R.T, S @ R.T, G @ R.T, h, self.kernel,
                                             self.kernel_params)
         return drive @ R, repulse @ R
+
+    def _init_state_xp(self, xp, Xd, X, warm, rng, score):
+        S = None
+        if warm is None and isinstance(self.slices, str) and self.slices != "axes" \
+                and X.shape[0] > 1:  # the score frame needs the scores: on the device
+            S = to_host(check_same_namespace(xp, Xd, score(xp.asarray(Xd, copy=True)),
+                                             "the score of target"))
+        return self._init_state(X, warm, rng, S)
+
+    def _terms_xp(self, xp, X, S, state, it, rng):
+        """:meth:`_terms` on the device; the direction updates and the bandwidth medians
+        (every ``slice_update_every`` / ``bandwidth_every`` iterations) run on host
+        copies."""
+        import array_api_compat
+
+        dev = array_api_compat.device(X)
+        n, d = X.shape
+        if it % self.bandwidth_every == 0:
+            state["med"] = None
+        Xh = None
+        if n > 1 and self.slice_update_every and it % self.slice_update_every == 0:
+            Xh = to_host(X)
+            if _moved(Xh, state["ref"]) >= self.slice_update_tol:
+                self._update_directions(Xh, to_host(S), state)
+                state["ref"] = Xh.copy()
+                state["updates"] += 1
+        G, R = state["G"], state["R"]
+        rule = self.bandwidth if isinstance(self.bandwidth, str) else "median"
+        if n < 2:
+            h = np.ones(d)
+        elif isinstance(self.bandwidth, str) and state["med"] is None:
+            h = self._bandwidths(to_host(X) if Xh is None else Xh, state, rule)
+        else:
+            h = self._bandwidths(X, state, rule)
+        code, beta = kernel_code(self.kernel, self.kernel_params)
+        p0 = 0.5 * inverse_square(h) if code == 0 else inverse_square(h)
+
+        def put(a):
+            return xp.asarray(np.ascontiguousarray(a), device=dev)
+
+        if state["axes"]:
+            return sliced_svgd_terms_xp(xp, X @ put(G.T), S, put(np.diag(G)), put(p0), code,
+                                        beta)
+        Rd = put(R)
+        Gr = G @ R.T
+        drive, repulse = sliced_svgd_terms_xp(xp, (X @ Rd.T) @ put(Gr.T), S @ Rd.T,
+                                              put(np.diag(Gr)), put(p0), code, beta)
+        return drive @ Rd, repulse @ Rd
+
+    def _host_state(self, xp, state, device):
+        state = dict(state)
+        state["G"] = xp.asarray(state["G"], device=device)
+        state["R"] = xp.asarray(state["R"], device=device)
+        return state
 
     def _discrepancy(self, X, S, state, history=False):
         if X.shape[0] < 2:

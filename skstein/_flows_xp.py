@@ -1,0 +1,133 @@
+r"""SVGD and sliced SVGD directions as plain array algebra in any Array API namespace.
+
+The device engine of :mod:`skstein.svgd` (DESIGN section 3.13): the same numbers as
+the numba passes of :mod:`skstein.flows`, written with the operations every Array API
+library offers, so particles given as CuPy or PyTorch arrays are moved on their device.
+
+SVGD, with the centred particles :math:`\bar X`, :math:`t_{ij} = \|\bar x_i\|^2 +
+\|\bar x_j\|^2 - 2\bar x_i^\top \bar x_j` (clipped at 0, zero diagonal), the RBF kernel
+:math:`K = e^{-t/(2h^2)}` and the IMQ kernel :math:`K = (1 + t/h^2)^\beta`:
+
+.. math::
+
+    N\phi = K S + 2\left(K'\bar X - \mathrm{diag}(K'\mathbf 1)\bar X\right)
+    \;\overset{\text{RBF}}{=}\; K S + \frac{1}{h^2}\left(\mathrm{diag}(K\mathbf 1)\bar X
+    - K\bar X\right).
+
+The median bandwidth is the square root of the median of :math:`t_{ij}`, ``i < j``
+(mean of the two middle values for an even count, median of the positive ones when
+that is zero), by a sort on the device, times the rule's factor. Sliced SVGD is ``D``
+one-dimensional kernels over the projections :math:`u = X G^\top`, in blocks of slices
+whose ``N x N x b`` differences stay within :data:`SLICE_BLOCK_BYTES`.
+"""
+
+import math
+
+import numpy as np
+
+from ._xp import to_host
+
+__all__ = ["svgd_terms_xp", "sliced_svgd_terms_xp", "median_squared_distance_xp",
+           "SLICE_BLOCK_BYTES"]
+
+#: Memory budget of one block of slices of the sliced field (``N x N x b`` float64).
+SLICE_BLOCK_BYTES = 64 * 2**20
+RBF, IMQ = 0, 1
+
+
+def _device(a):
+    import array_api_compat
+
+    return array_api_compat.device(a)
+
+
+def median_squared_distance_xp(xp, T):
+    """Median of ``T[i, j]``, ``i < j`` (of the positive ones if that is 0; 1 if none).
+
+    ``T`` is an ``(N, N)`` array of squared distances; the value is a Python float.
+    """
+    n = T.shape[0]
+    if n < 2:
+        return 1.0
+    i, j = np.triu_indices(n, 1)
+    flat = xp.reshape(T, (n * n,))
+    values = xp.sort(xp.take(flat, xp.asarray(i * n + j, device=_device(T))))
+    m = values.shape[0]
+    nzero = int(xp.sum(xp.astype(values <= 0.0, xp.int64)))
+
+    def middle(start):
+        count = m - start
+        if count <= 0:
+            return 1.0
+        k = start + (count - 1) // 2
+        a = float(values[k])
+        return a if count % 2 == 1 else 0.5 * a + 0.5 * float(values[k + 1])
+
+    med = middle(0)
+    return med if med > 0.0 else middle(nzero)
+
+
+def svgd_terms_xp(xp, X, S, code, beta, scale, h, min_bandwidth):
+    """``(drive, repulse, h)``: the two sums of N times the SVGD direction, and h.
+
+    ``h <= 0`` takes ``scale`` times the median distance (see the module docstring),
+    at least ``min_bandwidth``.
+    """
+    n = X.shape[0]
+    dev = _device(X)
+    scale, h, beta = float(scale), float(h), float(beta)  # Python floats mix with any xp
+    Xc = X - xp.mean(X, axis=0)
+    nx = xp.sum(Xc * Xc, axis=1)
+    T = (nx[:, None] + nx[None, :]) - 2.0 * (Xc @ Xc.T)
+    idx = xp.arange(n, device=dev)
+    zero = xp.asarray(0.0, dtype=X.dtype, device=dev)
+    T = xp.where(idx[:, None] == idx[None, :], zero, xp.maximum(T, zero))
+    if h <= 0.0:
+        h = max(math.sqrt(median_squared_distance_xp(xp, T)) * scale, min_bandwidth)
+    inv = (1.0 / h) / h
+    if code == RBF:
+        p0 = 0.5 * inv
+        K = xp.exp(-T * p0)
+        rows = xp.sum(K, axis=1)
+        repulse = (2.0 * p0) * (rows[:, None] * Xc - K @ Xc)
+    else:
+        base = 1.0 + T * inv
+        K = 1.0 / xp.sqrt(base) if beta == -0.5 else base ** beta
+        K1 = (beta * inv) * K / base
+        repulse = 2.0 * (K1 @ Xc - xp.sum(K1, axis=1)[:, None] * Xc)
+    return K @ S, repulse, h
+
+
+def sliced_svgd_terms_xp(xp, U, S, gdiag, p0, code, beta, budget=SLICE_BLOCK_BYTES):
+    """Driving and repulsive sums of sliced SVGD (not divided by N) on projections ``U``.
+
+    ``drive[i, d] = sum_j kappa_d(t) S[j, d]``, ``repulse[i, d] = sum_j 2 G_dd
+    (u_jd - u_id) kappa_d'(t)``, ``t = (u_jd - u_id)^2``; ``p0`` holds the per-slice
+    profile scales (RBF ``1/(2h^2)``, IMQ ``1/h^2``) and ``gdiag`` the ``G_dd``, both
+    arrays of the namespace.
+    """
+    n, m = U.shape
+    beta = float(beta)
+    b = max(1, min(m, budget // max(1, 8 * n * n * 3)))
+    drive, repulse = [], []
+    for k0 in range(0, m, b):
+        k1 = min(m, k0 + b)
+        u = U[:, k0:k1]
+        delta = u[None, :, :] - u[:, None, :]  # [i, j, k] = u_jk - u_ik
+        q = p0[k0:k1]
+        t = delta * delta
+        if code == RBF:
+            kk = xp.exp(-t * q)
+            k1v = -q * kk
+        else:
+            base = 1.0 + t * q
+            kk = 1.0 / xp.sqrt(base) if beta == -0.5 else base ** beta
+            k1v = beta * q * kk / base
+        drive.append(xp.sum(kk * S[None, :, k0:k1], axis=1))
+        repulse.append(xp.sum((2.0 * gdiag[k0:k1]) * delta * k1v, axis=1))
+    return xp.concat(drive, axis=1), xp.concat(repulse, axis=1)
+
+
+def host(a):
+    """A NumPy copy (for the host-side bookkeeping of the samplers)."""
+    return to_host(a)

@@ -1,0 +1,136 @@
+"""SVGD and SlicedSVGD on Array API arrays (``array_api_strict``; a GPU when present)."""
+
+import numpy as np
+import pytest
+import sklearn
+
+from skstein import SVGD, SlicedSVGD
+from skstein.distributions import Gaussian
+
+xps = pytest.importorskip("array_api_strict")
+
+
+@pytest.fixture
+def dispatch(monkeypatch):
+    # scikit-learn checks the variable when dispatch is switched on; NumPy inputs
+    # behave the same with it
+    monkeypatch.setenv("SCIPY_ARRAY_API", "1")
+    with sklearn.config_context(array_api_dispatch=True):
+        yield
+
+
+def _score(mu, cov):
+    prec = np.linalg.inv(cov)
+
+    def score(X):
+        if isinstance(X, np.ndarray):
+            return -(X - mu) @ prec
+        ns = X.__array_namespace__()
+        return -(X - ns.asarray(mu)) @ ns.asarray(prec)
+
+    return score
+
+
+MU = np.array([0.5, -1.0, 0.0, 2.0])
+AR1 = 0.8 ** np.abs(np.subtract.outer(np.arange(4), np.arange(4)))
+
+
+@pytest.mark.parametrize("cls,kw", [
+    (SVGD, {}),
+    (SVGD, dict(kernel="imq", optimizer="adam")),
+    (SVGD, dict(bandwidth=0.8, optimizer="sgd")),
+    (SlicedSVGD, {}),
+    (SlicedSVGD, dict(kernel="imq", slice_update_tol=0.0, slice_update_every=2,
+                      bandwidth_every=3)),
+    (SlicedSVGD, dict(slices="score", slice_update_tol=0.0, slice_update_every=3)),
+], ids=["svgd", "svgd-imq-adam", "svgd-fixed-sgd", "sliced", "sliced-imq", "sliced-score"])
+def test_array_api_particles_equal_the_numba_path(dispatch, cls, kw):
+    X0 = np.random.default_rng(0).standard_normal((40, 4)) + 1.0
+    score = _score(MU, AR1)
+    a = cls(score, n_iter=8, history_every=3, **kw).fit(X0)  # NumPy: the numba path
+    b = cls(score, n_iter=8, history_every=3, **kw).fit(xps.asarray(X0))
+    assert isinstance(b.particles_, type(xps.asarray(X0)))
+    P = np.asarray(b.particles_)
+    np.testing.assert_allclose(P, a.particles_, rtol=1e-10, atol=1e-10 * np.abs(P).max())
+    np.testing.assert_allclose(b.history_["discrepancy"], a.history_["discrepancy"],
+                               rtol=1e-9)
+    if cls is SlicedSVGD:
+        np.testing.assert_allclose(np.asarray(b.directions_), a.directions_, rtol=1e-9,
+                                   atol=1e-12)
+        assert b.n_direction_updates_ == a.n_direction_updates_
+    # move keeps the namespace and the fitted settings
+    X = np.random.default_rng(1).standard_normal((25, 4))
+    moved = b.move(xps.asarray(X), n_iter=4)
+    assert isinstance(moved, type(b.particles_))
+    np.testing.assert_allclose(np.asarray(moved), a.move(X, n_iter=4), rtol=1e-10,
+                               atol=1e-12)
+
+
+def test_default_draws_stay_on_numpy(dispatch):
+    a = SVGD(Gaussian(np.zeros(3)), n_particles=20, n_iter=5, random_state=0).fit()
+    assert isinstance(a.particles_, np.ndarray)
+
+
+@pytest.mark.parametrize("cls", [SVGD, SlicedSVGD])
+def test_mixed_namespaces_raise(dispatch, cls):
+    X0 = xps.asarray(np.random.default_rng(0).standard_normal((20, 3)))
+    # a NumPy score for array-api-strict particles: the error names the score
+    with pytest.raises(ValueError, match="score of target"):
+        cls(lambda X: -np.asarray(X), n_iter=3).fit(X0)
+    # a score on another device
+    other = xps.Device("device1")
+
+    def elsewhere(X):
+        return xps.asarray(-np.asarray(X), device=other)
+
+    with pytest.raises(ValueError, match="score of target.*device"):
+        cls(elsewhere, n_iter=3).fit(X0)
+    # NumPy particles with a score that returns device arrays
+    with pytest.raises(ValueError, match="score of target"):
+        cls(lambda X: xps.asarray(-X), n_iter=3).fit(np.asarray(X0))
+
+
+def test_device_arrays_need_dispatch():
+    X0 = xps.asarray(np.random.default_rng(0).standard_normal((20, 3)))
+    with sklearn.config_context(array_api_dispatch=False):
+        with pytest.raises(ValueError, match="X0 is an array of array_api_strict"):
+            SVGD(lambda X: -X, n_iter=3).fit(X0)
+
+
+def _gpu_namespace():
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return "torch", lambda a: torch.asarray(a, device="cuda")
+    except ImportError:
+        pass
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            return "cupy", cupy.asarray
+    except Exception:
+        pass
+    return None, None
+
+
+@pytest.mark.parametrize("cls", [SVGD, SlicedSVGD])
+def test_gpu_particles_equal_the_numba_path(dispatch, cls):
+    name, put = _gpu_namespace()
+    if name is None:
+        pytest.skip("no GPU with torch or cupy")
+    X0 = np.random.default_rng(0).standard_normal((300, 20)) + 1.0
+    mu = np.linspace(-1, 1, 20)
+
+    def score(X):
+        if isinstance(X, np.ndarray):
+            return -(X - mu)
+        return -(X - put(mu))
+
+    a = cls(score, n_iter=5).fit(X0)
+    b = cls(score, n_iter=5).fit(put(X0))
+    from skstein._xp import to_host
+
+    assert type(b.particles_) is type(put(X0))
+    np.testing.assert_allclose(to_host(b.particles_), a.particles_, rtol=1e-9, atol=1e-9)
