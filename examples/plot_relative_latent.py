@@ -58,7 +58,7 @@ for score in ("exact", "posterior"):
 
 # %%
 # How close is the posterior average to the exact score?
-# -----------------------------------------------------
+# ------------------------------------------------------
 # The same estimate as the test's, for Q at the test points: 100 posterior draws of
 # :math:`z_i` per point, the conditional scores averaged over them.
 Z = Q.sample_posterior(X_test, 100, random_state=1)  # shape (100, n, latent)

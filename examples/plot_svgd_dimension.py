@@ -13,7 +13,7 @@ coordinate).
 
 # %%
 # Both samplers, from the same initial particles, at each dimension
-# ----------------------------------------------------------------
+# -----------------------------------------------------------------
 import matplotlib.pyplot as plt
 import numpy as np
 
