@@ -50,6 +50,33 @@ def per_iter(fn, iters, repeat=5):
     return float(np.median(times))
 
 
+def scaling_rows(quick=False):
+    """Rows for ``bench_scaling.py``: ``[(name, unit, setup)]``, ``setup() -> (fn, work)``.
+
+    ``svgd-iter``: SVGD at N = 1000, D = 100; ``sliced-svgd-iter``: SlicedSVGD at
+    N = 200, D = 100 (its default direction updates included). ``fn`` runs a fit of
+    ``k`` iterations and ``work`` is ``k``, so the rate is iterations per second (the
+    once-per-fit validation and last history record are inside the timing).
+    """
+    d = 100
+    target = Gaussian(np.zeros(d))
+    big = 10**9
+
+    def svgd():
+        n, k = (250, 10) if quick else (1000, 10)
+        X0 = 2 + np.sqrt(2) * np.random.default_rng(0).standard_normal((n, d))
+        est = SVGD(target, n_iter=k, history_every=big)
+        return (lambda: est.fit(X0)), k
+
+    def sliced():
+        n, k = (100, 10) if quick else (200, 20)
+        X0 = 2 + np.sqrt(2) * np.random.default_rng(0).standard_normal((n, d))
+        est = SlicedSVGD(target, n_iter=k, history_every=big)
+        return (lambda: est.fit(X0)), k
+
+    return [("svgd-iter", "iter/s", svgd), ("sliced-svgd-iter", "iter/s", sliced)]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, nargs="+", default=[100, 1000])
