@@ -4,6 +4,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from .._engines import select_engine
+from .._xp import is_device_array
 from .._estimator import discrete_input_tags, is_fitted
 from .._random import as_generator
 from .._result import RelativeTestResult
@@ -40,7 +41,8 @@ from ._stats import (
     result_from_sums,
 )
 
-__all__ = ["RelativeKSDTest", "relative_ksd", "DISCREPANCIES"]
+__all__ = ["RelativeKSDTest", "relative_ksd", "DISCREPANCIES", "LangevinRelative",
+           "DiscreteRelative", "select_relative_engine"]
 
 #: Discrepancies the relative KSD test accepts.
 DISCREPANCIES = ("ksd", "maxsksd")
@@ -283,12 +285,13 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         fitted kernel.
     whitening_ : tuple (A, B) of ndarrays of shape (n_features, n_features) or None
         The whitening of the data given to :meth:`fit`; None for ``whiten=False``.
-    engine_ : NumbaEngine or ArrayAPIEngine
-        Where the Stein sums are computed, chosen by :meth:`fit` from the data: the
-        numba kernels for NumPy data; for arrays of another Array API library (CuPy,
-        PyTorch) under scikit-learn's ``array_api_dispatch``, that library on the
-        data's device (the KSD comparison with exact scores; the maxSKSD comparison
-        and posterior scores need NumPy data). Not set for a discrete model.
+    engine_ : LangevinRelative or DiscreteRelative
+        How the test computes, chosen by :meth:`fit` from the models and the data:
+        the discrete operators for discrete models; else the Langevin operator on the
+        numba kernels for NumPy data, or, for arrays of another Array API library
+        (CuPy, PyTorch) under scikit-learn's ``array_api_dispatch``, with that
+        library on the data's device (the KSD comparison with exact scores; the
+        maxSKSD comparison and posterior scores need NumPy data).
     directions_ : tuple
         With ``discrepancy="maxsksd"``: ``((G_p, R_p, h_p), (G_q, R_q, h_q))``, each
         model's directions, slices and per-direction bandwidths learned by :meth:`fit`.
@@ -424,22 +427,9 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         -------
         self
         """
-        if _discrete.discrete_operator(self) is not None:
-            return _discrete.fit(self, X)
-        self._check_params()
-        compute = self._check_engine(select_engine(X))
-        X = compute.validate(self, X, reset=True, min_samples=3)
-        self.engine_ = compute
-        rngs = self._rngs()
-        if self.discrepancy == "ksd":
-            self.bandwidth_, self.kernel_, self.geometries_, self.whitening_ = \
-                _resolve_kernels(compute.host(X), self, rngs[0])
-        else:
-            S_p, _ = self._model_score("model_p", X, rngs[1])
-            S_q, _ = self._model_score("model_q", X, rngs[2])
-            self.whitening_ = whitening(X) if self.whiten else None
-            self.directions_ = tuple(_learn_directions(X, S, self, r, self.whitening_)
-                                     for S, r in zip((S_p, S_q), rngs[3].spawn(2)))
+        engine = select_relative_engine(self, X)
+        engine.fit(self, X)
+        self.engine_ = engine
         return self
 
     def _check_engine(self, compute):
@@ -460,9 +450,9 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
                                  "on the CPU.")
         return compute
 
-    def _compute(self, X):
-        """The fitted compute engine, or (unfitted) the one of ``X``'s arrays."""
-        return self.engine_ if is_fitted(self) else self._check_engine(select_engine(X))
+    def _engine(self, X):
+        """The fitted engine, or (unfitted) the one the models and ``X`` call for."""
+        return self.engine_ if is_fitted(self) else select_relative_engine(self, X)
 
     def _model_score(self, name, X, rng, compute=None):
         """(scores, used_posterior) of ``model_p`` or ``model_q`` on ``X``."""
@@ -487,53 +477,7 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         -------
         RelativeTestResult
         """
-        if _discrete.discrete_operator(self) is not None:
-            return _discrete.test(self, X)
-        self._check_params()
-        rngs = self._rngs()
-        fitted = is_fitted(self)
-        compute = self._compute(X)
-        if fitted:
-            X = compute.validate(self, X, reset=False, min_samples=3)
-        else:
-            X = compute.check_samples(X, min_samples=3)
-        S_p, post_p = self._model_score("model_p", X, rngs[1], compute)
-        S_q, post_q = self._model_score("model_q", X, rngs[2], compute)
-        latent = post_p or post_q
-        if self.discrepancy == "ksd":
-            if fitted:
-                bandwidth, kern = self.bandwidth_, self.kernel_
-                labels, white = self.geometries_, self.whitening_
-            else:
-                bandwidth, kern, labels, white = _resolve_kernels(compute.host(X), self,
-                                                                  rngs[0])
-            kernels = kern if isinstance(kern, tuple) else (kern,)
-            parts = []
-            for geometry in dict.fromkeys(labels):
-                ks = tuple(k for k, g in zip(kernels, labels) if g == geometry)
-                if geometry == "whitened":
-                    A, B = (compute.like(w, X) for w in white)
-                    coords = (X @ A, S_p @ B, S_q @ B)
-                else:
-                    coords = (X, S_p, S_q)
-                parts.append(_ksd_difference(*coords, ks, self.variance, self.max_memory,
-                                             compute))
-            sums = concat_kernels(parts)
-            method = _method_name("ksd", kernels[0].name, self.variance, latent, len(kernels),
-                                  geometries=len(parts), whitened=white is not None)
-            return _decision(sums, self.alpha, method, np.atleast_1d(bandwidth),
-                             isinstance(kern, tuple), self.variance, rngs[4],
-                             labels=labels if len(parts) > 1 else None)
-        folds = self._folds(X, S_p, S_q, rngs[3], fitted)
-        parts = [_maxsksd_difference(X[te], S_p[te], S_q[te], directions, self, r)
-                 for (te, directions), r in zip(folds, rngs[0].spawn(len(folds)))]
-        sums = combine_folds([p[0] for p in parts])
-        factors = parts[0][1]
-        aggregated = is_collection(self.bandwidth)
-        method = _method_name("maxsksd", self.kernel, self.variance, latent, len(factors),
-                              len(folds), whitened=bool(self.whiten))
-        return _decision(sums, self.alpha, method, factors, aggregated, self.variance,
-                         rngs[4])
+        return self._engine(X).test(self, X)
 
     def _folds(self, X, S_p, S_q, rng, fitted):
         """``[(test rows, ((G_p, R_p, h_p), (G_q, R_q, h_q))), ...]`` of the maxSKSD test."""
@@ -578,6 +522,122 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         float
         """
         return self.test(X).zscore
+
+
+class LangevinRelative:
+    """:class:`RelativeKSDTest` for continuous models (the Langevin Stein operator).
+
+    Computes through ``compute``, a :class:`~skstein._engines.NumbaEngine` or (for the
+    KSD comparison with exact scores) an :class:`~skstein._engines.ArrayAPIEngine`.
+    """
+
+    def __init__(self, compute):
+        self.compute = compute
+
+    def __repr__(self):
+        return f"LangevinRelative({self.compute!r})"
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.compute == self.compute
+
+    __hash__ = None
+
+    def fit(self, est, X):
+        est._check_params()
+        compute = self.compute
+        X = compute.validate(est, X, reset=True, min_samples=3)
+        rngs = est._rngs()
+        if est.discrepancy == "ksd":
+            est.bandwidth_, est.kernel_, est.geometries_, est.whitening_ = \
+                _resolve_kernels(compute.host(X), est, rngs[0])
+        else:
+            S_p, _ = est._model_score("model_p", X, rngs[1])
+            S_q, _ = est._model_score("model_q", X, rngs[2])
+            est.whitening_ = whitening(X) if est.whiten else None
+            est.directions_ = tuple(_learn_directions(X, S, est, r, est.whitening_)
+                                    for S, r in zip((S_p, S_q), rngs[3].spawn(2)))
+
+    def test(self, est, X):
+        est._check_params()
+        rngs = est._rngs()
+        fitted = is_fitted(est)
+        compute = self.compute
+        if fitted:
+            X = compute.validate(est, X, reset=False, min_samples=3)
+        else:
+            X = compute.check_samples(X, min_samples=3)
+        S_p, post_p = est._model_score("model_p", X, rngs[1], compute)
+        S_q, post_q = est._model_score("model_q", X, rngs[2], compute)
+        latent = post_p or post_q
+        if est.discrepancy == "ksd":
+            if fitted:
+                bandwidth, kern = est.bandwidth_, est.kernel_
+                labels, white = est.geometries_, est.whitening_
+            else:
+                bandwidth, kern, labels, white = _resolve_kernels(compute.host(X), est,
+                                                                  rngs[0])
+            kernels = kern if isinstance(kern, tuple) else (kern,)
+            parts = []
+            for geometry in dict.fromkeys(labels):
+                ks = tuple(k for k, g in zip(kernels, labels) if g == geometry)
+                if geometry == "whitened":
+                    A, B = (compute.like(w, X) for w in white)
+                    coords = (X @ A, S_p @ B, S_q @ B)
+                else:
+                    coords = (X, S_p, S_q)
+                parts.append(_ksd_difference(*coords, ks, est.variance, est.max_memory,
+                                             compute))
+            sums = concat_kernels(parts)
+            method = _method_name("ksd", kernels[0].name, est.variance, latent, len(kernels),
+                                  geometries=len(parts), whitened=white is not None)
+            return _decision(sums, est.alpha, method, np.atleast_1d(bandwidth),
+                             isinstance(kern, tuple), est.variance, rngs[4],
+                             labels=labels if len(parts) > 1 else None)
+        folds = est._folds(X, S_p, S_q, rngs[3], fitted)
+        parts = [_maxsksd_difference(X[te], S_p[te], S_q[te], directions, est, r)
+                 for (te, directions), r in zip(folds, rngs[0].spawn(len(folds)))]
+        sums = combine_folds([p[0] for p in parts])
+        factors = parts[0][1]
+        aggregated = is_collection(est.bandwidth)
+        method = _method_name("maxsksd", est.kernel, est.variance, latent, len(factors),
+                              len(folds), whitened=bool(est.whiten))
+        return _decision(sums, est.alpha, method, factors, aggregated, est.variance,
+                         rngs[4])
+
+
+class DiscreteRelative:
+    """:class:`RelativeKSDTest` for discrete models (:mod:`skstein.relative._discrete`),
+    on NumPy data."""
+
+    def __repr__(self):
+        return "DiscreteRelative()"
+
+    def __eq__(self, other):
+        return type(other) is type(self)
+
+    __hash__ = None
+
+    def fit(self, est, X):
+        if is_device_array(X):
+            raise ValueError("X must be a NumPy array for discrete models: the discrete "
+                             "Stein operators run on the CPU only.")
+        _discrete.fit(est, X)
+
+    def test(self, est, X):
+        if is_device_array(X):
+            raise ValueError("X must be a NumPy array for discrete models: the discrete "
+                             "Stein operators run on the CPU only.")
+        return _discrete.test(est, X)
+
+
+def select_relative_engine(est, X):
+    """The engine of :class:`RelativeKSDTest` for its models and ``X``: discrete models get
+    :class:`DiscreteRelative`, continuous ones :class:`LangevinRelative` on the compute
+    engine of ``X`` (which must be the CPU's for the maxSKSD comparison and for posterior
+    scores)."""
+    if _discrete.discrete_operator(est) is not None:
+        return DiscreteRelative()
+    return LangevinRelative(est._check_engine(select_engine(X)))
 
 
 def _resolve_kernels(X, est, rng):
