@@ -3,8 +3,10 @@
 import numpy as np
 from numba import njit, prange
 
+from ._jit import PARALLEL
 
-@njit(cache=True, parallel=True)
+
+@njit(cache=True, parallel=PARALLEL)
 def centred_counts(idx, out):
     r"""Centred multinomial bootstrap weights from drawn indices.
 
@@ -33,7 +35,7 @@ def centred_counts(idx, out):
 FLOAT32_TINY = float(np.finfo(np.float32).tiny)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=PARALLEL)
 def scaled_single(H, scale, out):
     r"""``out[l] = float32(scale[l] * H[l])`` with magnitudes below the smallest normal
     float32 set to zero.

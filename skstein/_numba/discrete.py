@@ -52,6 +52,8 @@ any number of threads.
 import numpy as np
 from numba import njit, prange
 
+from ._jit import PARALLEL
+
 DIFFERENCE = 0
 BARKER = 1
 ONEHOT = 0
@@ -234,7 +236,7 @@ def _row(op, emb, X, nvals, A, B, ktab, nc, cx, cy, bi, row0, col0, upper, out, 
     rowsum[bi] = acc
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=PARALLEL)
 def discrete_stein_block(op, emb, X, nvals, A, B, ktab, nc, row0, col0, upper, out, rowsum):
     """Fill ``out`` with Stein kernel values of rows ``row0 + bi`` and columns ``col0 + bj``.
 
@@ -269,34 +271,30 @@ def discrete_stein_block(op, emb, X, nvals, A, B, ktab, nc, row0, col0, upper, o
     -----
     In ``upper`` mode the rows hold decreasing numbers of pairs; the parallel loop runs
     over pairs of rows ``(p, B - 1 - p)`` so every iteration does about the same work.
+    The row function is compiled once for both modes (row index int64, ``upper`` a
+    run-time flag).
     """
     nb = out.shape[0]
     scratch = nvals[0] if emb == BOW else 1
-    if upper:
-        half = (nb + 1) // 2
-        for p in prange(half):
-            cx = np.zeros(scratch, np.int64)
-            cy = np.zeros(scratch, np.int64)
-            _row(op, emb, X, nvals, A, B, ktab, nc, cx, cy, p, row0, col0, True, out, rowsum)
-            q = nb - 1 - p
-            if q != p:
-                _row(op, emb, X, nvals, A, B, ktab, nc, cx, cy, q, row0, col0, True, out,
-                     rowsum)
-    else:
-        for bi in prange(nb):
-            cx = np.zeros(scratch, np.int64)
-            cy = np.zeros(scratch, np.int64)
-            _row(op, emb, X, nvals, A, B, ktab, nc, cx, cy, bi, row0, col0, False, out,
-                 rowsum)
+    steps = (nb + 1) // 2 if upper else nb
+    for p in prange(steps):
+        cx = np.zeros(scratch, np.int64)
+        cy = np.zeros(scratch, np.int64)
+        bi = np.int64(p)
+        _row(op, emb, X, nvals, A, B, ktab, nc, cx, cy, bi, row0, col0, upper, out, rowsum)
+        q = nb - 1 - bi
+        if upper and q != bi:
+            _row(op, emb, X, nvals, A, B, ktab, nc, cx, cy, q, row0, col0, upper, out, rowsum)
     return rowsum
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=PARALLEL)
 def discrete_stein_diag(op, emb, X, nvals, A, B, ktab, nc, out):
     """``out[i] = h(x_i, x_i)``, arguments as in :func:`discrete_stein_block`."""
     n = X.shape[0]
     scratch = nvals[0] if emb == BOW else 1
-    for i in prange(n):
+    for ip in prange(n):
+        i = np.int64(ip)
         cx = np.zeros(scratch, np.int64)
         cy = np.zeros(scratch, np.int64)
         if emb == BOW:

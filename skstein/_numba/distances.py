@@ -3,12 +3,14 @@
 import numpy as np
 from numba import njit, prange
 
+from ._jit import PARALLEL
+
 #: Squared distances below this fraction of ``|x_i|^2 + |x_j|^2`` are recomputed
 #: directly: there the Gram identity loses its relative accuracy.
 RECOMPUTE_BELOW = 1e-4
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=PARALLEL)
 def condensed_distances(X, G, nx, out):
     r"""``out`` = the distances :math:`\|x_i - x_j\|, i < j`, in ``pdist`` order.
 

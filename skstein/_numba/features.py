@@ -37,6 +37,8 @@ of it are set to zero.
 import numpy as np
 from numba import njit, prange
 
+from ._jit import PARALLEL
+
 from .stein import radial_profile
 
 
@@ -45,7 +47,7 @@ from .stein import radial_profile
 _LOG_TINY = -700.0
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=PARALLEL)
 def fssd_feature_rows(code, p0, p1, X, S, V, scale, out):
     """FSSD feature rows ``out[i, j*D + a] = scale * (kappa s_ia + 2 kappa' (x_ia - v_ja))``.
 
@@ -66,7 +68,7 @@ def fssd_feature_rows(code, p0, p1, X, S, V, scale, out):
     return out
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=PARALLEL)
 def fssd_feature_adjoint(code, p0, p1, X, S, V, h, scale, G, grad_v, grad_h):
     r"""Pull an adjoint ``G`` of the feature rows back to the locations and the bandwidth.
 
@@ -117,7 +119,7 @@ def _log_cosh(y):
     return y + np.log1p(np.exp(-2.0 * y)) - np.log(2.0)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=PARALLEL)
 def imq_log_magnitudes(X, Z, c2, beta, logc, out):
     """``out[i, j] = logc[j] + beta * log(c2 + ||x_i - z_j||^2)``; (B, J)."""
     n, d = X.shape
@@ -132,7 +134,7 @@ def imq_log_magnitudes(X, Z, c2, beta, logc, out):
     return out
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=PARALLEL)
 def imq_feature_rows(X, S, Z, c2, beta, logc, shift, out):
     """IMQ random-feature rows (see the module docstring); ``out``: (B, J*D)."""
     n, d = X.shape
@@ -153,7 +155,7 @@ def imq_feature_rows(X, S, Z, c2, beta, logc, shift, out):
     return out
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=PARALLEL)
 def sech_log_magnitudes(X, Z, center, tilt, rate, logc, out):
     """``out[i, j] = logc[j] + tilt sum_a sqrt(1 + u_a^2) - sum_a log cosh(rate (x_ia - z_ja))``
     with ``u = x_i - center``; (B, J)."""
@@ -172,7 +174,7 @@ def sech_log_magnitudes(X, Z, center, tilt, rate, logc, out):
     return out
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=PARALLEL)
 def sech_feature_rows(X, S, Z, center, tilt, rate, logc, shift, out):
     """Hyperbolic-secant random-feature rows with exponential tilt; ``out``: (B, J*D)."""
     n, d = X.shape
@@ -195,7 +197,7 @@ def sech_feature_rows(X, S, Z, center, tilt, rate, logc, shift, out):
     return out
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=PARALLEL)
 def fourier_feature_rows(X, S, W, b, scale, out):
     """Random Fourier feature rows ``scale [cos(w_j.x + b_j) s_a - sin(w_j.x + b_j) w_ja]``."""
     n, d = X.shape
@@ -213,7 +215,7 @@ def fourier_feature_rows(X, S, W, b, scale, out):
     return out
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=PARALLEL)
 def stein_pairs(code, p0, p1, X, Y, SX, SY, out):
     r"""Langevin Stein kernel of paired rows, :math:`h_p(x_i, y_i)`; ``out``: (B,).
 

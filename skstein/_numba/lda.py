@@ -50,6 +50,8 @@ of threads.
 import numpy as np
 from numba import njit, prange
 
+from ._jit import PARALLEL
+
 
 @njit(cache=True, inline="always")
 def _shift(v, s, L):
@@ -130,7 +132,7 @@ def _run_task(x, betaT, alpha, site, shift, U, n_burn, states, acc, p, z, cnt):
                     acc[j] += betaT[_shift(w, 1, V), knew] / betaT[w, knew]
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=PARALLEL)
 def lda_gibbs_tasks(X, betaT, alpha, docs, sites, shifts, U, n_burn, out, states=False):
     """Run one collapsed-Gibbs chain per task; write the mean conditional expectations.
 

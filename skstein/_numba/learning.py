@@ -38,6 +38,7 @@ No ``N x N x D`` array is formed anywhere.
 import numpy as np
 from numba import njit, prange
 
+from ._jit import PARALLEL
 from .sliced import RBF, fast_exp
 
 __all__ = ["radial_profile3", "stein_grad_block", "sliced_grad_upper", "pair_blocks"]
@@ -63,7 +64,7 @@ def radial_profile3(code, t, p0, p1):
     return k, k1, k2, k3
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=PARALLEL)
 def stein_grad_block(code, p0, p1, dim, G, SS, C, nx, nsx, row0, rowsum_h, rowsum_k1,
                      rowsum_w):
     r"""Overwrite Gram blocks with :math:`\Omega` (``G``), :math:`K` (``SS``), :math:`K'` (``C``).
@@ -139,12 +140,13 @@ def _pair_terms(t, d, kk, k1, k2, k3, ck, ai, aj):
     return h, phi, psi, kk * aj - 2.0 * cdk1, kk * ai + 2.0 * cdk1
 
 
-@njit(cache=True, inline="always", fastmath={"contract"})
+@njit(cache=True, fastmath={"contract"})
 def _pairs_of_row(code, half, p1, p0, c, U, A, i, j0, j1, hrow, psirow, rho, beta):
     """Pairs ``(i, j)`` for ``j0 <= j < j1`` (``j != i``): terms added to rows ``i`` and ``j``.
 
     ``h`` and ``psi`` of each unordered pair go to row ``i`` only (``hrow``, ``psirow``),
-    ``phi`` and the ``a`` derivatives to both rows.
+    ``phi`` and the ``a`` derivatives to both rows. Compiled once (not inlined) for the
+    two loops of :func:`sliced_grad_upper`; the indices are int64.
     """
     m = U.shape[1]
     ui = U[i]
@@ -221,7 +223,7 @@ def _round_robin(r, s, nb):
     return (r + s) % (nb - 1), (r - s + nb - 1) % (nb - 1)
 
 
-@njit(cache=True, parallel=True, fastmath={"contract"})
+@njit(cache=True, parallel=PARALLEL, fastmath={"contract"})
 def sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum):
     r"""Sliced Stein kernels and their derivatives over the pairs ``i < j``, both rows filled.
 
@@ -267,13 +269,14 @@ def sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum):
     psirow = np.zeros((n, m))
     rho[:, :] = 0.0
     beta[:, :] = 0.0
-    for b in prange(nb):  # the diagonal tiles
+    for bp in prange(nb):  # the diagonal tiles
+        b = np.int64(bp)
         hi = (b + 1) * n // nb
         for i in range(b * n // nb, hi):
             _pairs_of_row(code, half, p1, p0, c, U, A, i, i + 1, hi, hrow, psirow, rho, beta)
     for r in range(nb - 1):
-        for s in prange(nb // 2):
-            bi, bj = _round_robin(r, s, nb)
+        for sp in prange(nb // 2):
+            bi, bj = _round_robin(r, np.int64(sp), nb)
             jlo = bj * n // nb
             jhi = (bj + 1) * n // nb
             for i in range(bi * n // nb, (bi + 1) * n // nb):

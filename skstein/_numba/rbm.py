@@ -3,8 +3,10 @@
 import numpy as np
 from numba import njit, prange
 
+from ._jit import PARALLEL
 
-@njit(cache=True, parallel=True)
+
+@njit(cache=True, parallel=PARALLEL)
 def gauss_bernoulli_gibbs(X, B, BT, b, c, U, E):
     r"""Run ``U.shape[0]`` block-Gibbs sweeps on every chain (row of ``X``), in place.
 

@@ -13,6 +13,8 @@ in as arrays too.
 import numpy as np
 from numba import njit, prange
 
+from ._jit import PARALLEL
+
 
 @njit(cache=True)
 def mala_accept(Z, G, lp, Zp, Gp, lpp, logu, step, accepted):
@@ -128,7 +130,7 @@ def sghmc_update(Z, V, G, noise_grad, noise_inj, step, friction, grad_sd, inj_sd
         _sghmc_body_jit(Z, V, G, noise_grad, noise_inj, step, friction, grad_sd, inj_sd, i)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=PARALLEL)
 def sghmc_update_parallel(Z, V, G, noise_grad, noise_inj, step, friction, grad_sd, inj_sd):
     """:func:`sghmc_update` with the chains in parallel (identical results)."""
     for i in prange(Z.shape[0]):

@@ -34,8 +34,7 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-RBF = 0
-IMQ = 1
+from ._jit import IMQ, PARALLEL, RBF  # noqa: F401 (the kernel codes are part of this API)
 
 
 # --- a vectorisable exp -----------------------------------------------------------
@@ -237,7 +236,7 @@ def _sum4(x):
     return (s0 + s1) + (s2 + s3)
 
 
-@njit(cache=True, parallel=True, fastmath={"contract"})
+@njit(cache=True, parallel=PARALLEL, fastmath={"contract"})
 def sliced_stein_rows(code, p0, p1, U, A, c, row0, want_grad, want_H, H, rowsum, rho, beta,
                       psisum):
     r"""Full rows ``row0 .. row0 + B`` of the sliced Stein kernels, with gradient sums.
@@ -277,40 +276,47 @@ def sliced_stein_rows(code, p0, p1, U, A, c, row0, want_grad, want_H, H, rowsum,
     rowsum, rho, beta, psisum : float64 (B, m)
         Outputs (``rho``, ``beta``, ``psisum`` may be any shape when not ``want_grad``).
     """
-    n, m = U.shape
     nb = rowsum.shape[0]
     half = p1 == -0.5
-    for bi in prange(nb):
-        i = row0 + bi
-        acc = rowsum[bi]
-        acc[:] = 0.0
-        ui = U[i]
-        ai = A[i]
-        if want_grad:
-            arho = rho[bi]
-            apsi = psisum[bi]
-            abeta = beta[bi]
-            arho[:] = 0.0
-            apsi[:] = 0.0
-            abeta[:] = 0.0
-            for j in range(n):
-                if j != i:
-                    _pair_grad(code, half, p1, ui, ai, U[j], A[j], c, p0, acc, arho, apsi,
-                               abeta)
-        else:
-            tmp = np.empty(m)
-            for j in range(n):
-                if j == i:
-                    if want_H:
-                        H[bi, j] = 0.0
-                    continue
-                _pair_h(code, half, p1, ui, ai, U[j], A[j], c, p0, acc, tmp)
-                if want_H:
-                    H[bi, j] = _sum4(tmp)
+    for bp in prange(nb):
+        _full_row(code, half, p1, p0, c, U, A, row0, np.int64(bp), want_grad, want_H, H, rowsum,
+                  rho, beta, psisum)
     return rowsum
 
 
-@njit(cache=True, parallel=True, fastmath={"contract"})
+@njit(cache=True, fastmath={"contract"})
+def _full_row(code, half, p1, p0, c, U, A, row0, bi, want_grad, want_H, H, rowsum, rho, beta,
+              psisum):
+    """Row ``bi`` of :func:`sliced_stein_rows` (compiled once, called from its loop)."""
+    n, m = U.shape
+    i = row0 + bi
+    acc = rowsum[bi]
+    acc[:] = 0.0
+    ui = U[i]
+    ai = A[i]
+    if want_grad:
+        arho = rho[bi]
+        apsi = psisum[bi]
+        abeta = beta[bi]
+        arho[:] = 0.0
+        apsi[:] = 0.0
+        abeta[:] = 0.0
+        for j in range(n):
+            if j != i:
+                _pair_grad(code, half, p1, ui, ai, U[j], A[j], c, p0, acc, arho, apsi, abeta)
+    else:
+        tmp = np.empty(m)
+        for j in range(n):
+            if j == i:
+                if want_H:
+                    H[bi, j] = 0.0
+                continue
+            _pair_h(code, half, p1, ui, ai, U[j], A[j], c, p0, acc, tmp)
+            if want_H:
+                H[bi, j] = _sum4(tmp)
+
+
+@njit(cache=True, parallel=PARALLEL, fastmath={"contract"})
 def sliced_stein_upper(code, p0, p1, U, A, c, want_H, H, rowsum):
     r"""Strict upper triangle of the summed sliced Stein matrix, and upper row sums.
 
@@ -326,26 +332,31 @@ def sliced_stein_upper(code, p0, p1, U, A, c, want_H, H, rowsum):
     rowsum : float64 (N, m)
     """
     n, m = U.shape
-    half_rows = (n + 1) // 2
     half = p1 == -0.5
-    for q in prange(half_rows):
+    for qp in prange((n + 1) // 2):
+        q = np.int64(qp)
         tmp = np.empty(m)
-        for side in range(2):
-            i = q + side * (n - 1 - 2 * q)
-            if side == 1 and i == q:
-                break
-            acc = rowsum[i]
-            acc[:] = 0.0
-            if want_H:
-                for j in range(i + 1):
-                    H[i, j] = 0.0
-            ui = U[i]
-            ai = A[i]
-            for j in range(i + 1, n):
-                _pair_h(code, half, p1, ui, ai, U[j], A[j], c, p0, acc, tmp)
-                if want_H:
-                    H[i, j] = _sum4(tmp)
+        _upper_row(code, half, p1, p0, c, U, A, q, want_H, H, rowsum, tmp)
+        if n - 1 - q != q:
+            _upper_row(code, half, p1, p0, c, U, A, n - 1 - q, want_H, H, rowsum, tmp)
     return rowsum
+
+
+@njit(cache=True, fastmath={"contract"})
+def _upper_row(code, half, p1, p0, c, U, A, i, want_H, H, rowsum, tmp):
+    """Row ``i`` of :func:`sliced_stein_upper` (compiled once, called from its loop)."""
+    n = U.shape[0]
+    acc = rowsum[i]
+    acc[:] = 0.0
+    if want_H:
+        for j in range(i + 1):
+            H[i, j] = 0.0
+    ui = U[i]
+    ai = A[i]
+    for j in range(i + 1, n):
+        _pair_h(code, half, p1, ui, ai, U[j], A[j], c, p0, acc, tmp)
+        if want_H:
+            H[i, j] = _sum4(tmp)
 
 
 @njit(cache=True)
@@ -403,7 +414,6 @@ def _kth_pair_diff(u, k):
     return _max_le(u, hi)
 
 
-@njit(cache=True, parallel=True)
 def median_abs_diff_columns(U, out):
     r"""Per column ``k``: the median of :math:`|u_{ik} - u_{jk}|, i < j`.
 
@@ -411,43 +421,17 @@ def median_abs_diff_columns(U, out):
     and ``-1`` is written when all differences are zero (the caller raises). Exact
     (equal to ``numpy.median`` of the differences) in :math:`O(n \log n)` per
     column plus :math:`O(n)` per bisection step: the order statistics come from
-    counting, not from forming the :math:`n(n-1)/2` differences.
+    counting, not from forming the :math:`n(n-1)/2` differences. The columns are
+    sorted by NumPy, the counting runs in parallel over columns.
 
     Parameters
     ----------
     U : float64 (n, m)
     out : float64 (m,)
     """
-    n, m = U.shape
-    npairs = n * (n - 1) // 2
-    for k in prange(m):
-        u = np.sort(U[:, k].copy())
-        nzero = _count_le(u, 0.0)
-        if nzero >= npairs:
-            out[k] = -1.0
-            continue
-        # median of all differences, or of the positive ones when that is zero
-        offset = 0
-        total = npairs
-        half = total // 2
-        if total % 2 == 1:
-            med = _kth_pair_diff(u, half + 1)
-        else:
-            med = 0.5 * (_kth_pair_diff(u, half) + _kth_pair_diff(u, half + 1))
-        if med <= 0.0:
-            offset = nzero
-            total = npairs - nzero
-            half = total // 2
-            if total % 2 == 1:
-                med = _kth_pair_diff(u, offset + half + 1)
-            else:
-                med = 0.5 * (_kth_pair_diff(u, offset + half)
-                             + _kth_pair_diff(u, offset + half + 1))
-        out[k] = med
-    return out
+    return _median_sorted_rows(_sorted_columns(U), out)
 
 
-@njit(cache=True, parallel=True)
 def quantile_abs_diff_columns(U, q, out):
     r"""Per column ``k``: the ``q``-quantile of the positive :math:`|u_{ik} - u_{jk}|, i < j`.
 
@@ -461,20 +445,73 @@ def quantile_abs_diff_columns(U, q, out):
     q : float in (0, 1]
     out : float64 (m,)
     """
-    n, m = U.shape
-    npairs = n * (n - 1) // 2
-    for k in prange(m):
-        u = np.sort(U[:, k].copy())
-        nzero = _count_le(u, 0.0)
-        total = npairs - nzero
-        if total <= 0:
-            out[k] = -1.0
-            continue
-        rank = int(np.ceil(q * total))
-        if rank < 1:
-            rank = 1
-        out[k] = _kth_pair_diff(u, nzero + rank)
+    return _quantile_sorted_rows(_sorted_columns(U), float(q), out)
+
+
+def _sorted_columns(U):
+    """The columns of ``U`` (n, m), each sorted ascending, as the rows of a C array (m, n)."""
+    V = np.ascontiguousarray(np.asarray(U, dtype=np.float64).T)
+    V.sort(axis=1)
+    return V
+
+
+@njit(cache=True, parallel=PARALLEL)
+def _median_sorted_rows(V, out):
+    """:func:`median_abs_diff_columns` of the sorted columns ``V`` (m, n), one per row."""
+    for k in prange(V.shape[0]):
+        out[k] = _median_abs_diff(V[k])
     return out
+
+
+@njit(cache=True, parallel=PARALLEL)
+def _quantile_sorted_rows(V, q, out):
+    """:func:`quantile_abs_diff_columns` of the sorted columns ``V`` (m, n), one per row."""
+    for k in prange(V.shape[0]):
+        out[k] = _quantile_abs_diff(V[k], q)
+    return out
+
+
+@njit(cache=True)
+def _median_abs_diff(u):
+    """The median of the pair differences of ascending ``u`` (see median_abs_diff_columns)."""
+    n = u.shape[0]
+    npairs = n * (n - 1) // 2
+    nzero = _count_le(u, 0.0)
+    if nzero >= npairs:
+        return -1.0
+    # median of all differences, or of the positive ones when that is zero
+    offset = 0
+    total = npairs
+    half = total // 2
+    if total % 2 == 1:
+        med = _kth_pair_diff(u, half + 1)
+    else:
+        med = 0.5 * (_kth_pair_diff(u, half) + _kth_pair_diff(u, half + 1))
+    if med <= 0.0:
+        offset = nzero
+        total = npairs - nzero
+        half = total // 2
+        if total % 2 == 1:
+            med = _kth_pair_diff(u, offset + half + 1)
+        else:
+            med = 0.5 * (_kth_pair_diff(u, offset + half)
+                         + _kth_pair_diff(u, offset + half + 1))
+    return med
+
+
+@njit(cache=True)
+def _quantile_abs_diff(u, q):
+    """The q-quantile of the positive pair differences of ascending ``u``."""
+    n = u.shape[0]
+    npairs = n * (n - 1) // 2
+    nzero = _count_le(u, 0.0)
+    total = npairs - nzero
+    if total <= 0:
+        return -1.0
+    rank = int(np.ceil(q * total))
+    if rank < 1:
+        rank = 1
+    return _kth_pair_diff(u, nzero + rank)
 
 
 @njit(cache=True, inline="always")
@@ -491,7 +528,7 @@ def _profile2(code, t, p0, p1):
     return k, k1, (p1 - 1.0) * p0 * k1 * ib
 
 
-@njit(cache=True, parallel=True, fastmath={"contract"})
+@njit(cache=True, parallel=PARALLEL, fastmath={"contract"})
 def shared_direction_rows(code, p0, p1, u, b, cc, AA, upper_only, H, K, hrow, wrow, rrow):
     r"""Summed sliced Stein matrix when every slice shares one direction (one projection ``u``).
 
@@ -518,28 +555,35 @@ def shared_direction_rows(code, p0, p1, u, b, cc, AA, upper_only, H, K, hrow, wr
         Outputs: row sums (over ``j != i``) of the summed Stein matrix, of
         :math:`\delta K'` and of :math:`2K' + 4tK''`.
     """
-    n = u.shape[0]
-    for i in prange(n):
-        ah = 0.0
-        aw = 0.0
-        ar = 0.0
-        for j in range(n):
-            if j == i:
-                H[i, j] = 0.0
-                K[i, j] = 0.0
-                continue
-            d = u[i] - u[j]
-            t = d * d
-            kk, k1, k2 = _profile2(code, t, p0, p1)
-            w = d * k1
-            r = 2.0 * k1 + 4.0 * t * k2
-            h = kk * AA[i, j] - 2.0 * w * (b[i] - b[j]) - cc * r
-            K[i, j] = kk
-            H[i, j] = 0.0 if upper_only and j < i else h
-            ah += h
-            aw += w
-            ar += r
-        hrow[i] = ah
-        wrow[i] = aw
-        rrow[i] = ar
+    for i in prange(u.shape[0]):
+        _shared_direction_row(code, p0, p1, u, b, cc, AA, upper_only, H, K, hrow, wrow, rrow,
+                              np.int64(i))
     return hrow
+
+
+@njit(cache=True, fastmath={"contract"})
+def _shared_direction_row(code, p0, p1, u, b, cc, AA, upper_only, H, K, hrow, wrow, rrow, i):
+    """Row ``i`` of :func:`shared_direction_rows` (compiled once, called from its loop)."""
+    n = u.shape[0]
+    ah = 0.0
+    aw = 0.0
+    ar = 0.0
+    for j in range(n):
+        if j == i:
+            H[i, j] = 0.0
+            K[i, j] = 0.0
+            continue
+        d = u[i] - u[j]
+        t = d * d
+        kk, k1, k2 = _profile2(code, t, p0, p1)
+        w = d * k1
+        r = 2.0 * k1 + 4.0 * t * k2
+        h = kk * AA[i, j] - 2.0 * w * (b[i] - b[j]) - cc * r
+        K[i, j] = kk
+        H[i, j] = 0.0 if upper_only and j < i else h
+        ah += h
+        aw += w
+        ar += r
+    hrow[i] = ah
+    wrow[i] = aw
+    rrow[i] = ar

@@ -16,10 +16,8 @@ the O(N^2) elementwise work and writes :math:`h_p` over ``G`` in place.
 import numpy as np
 from numba import njit, prange
 
+from ._jit import IMQ, PARALLEL, RBF  # noqa: F401 (the kernel codes are part of this API)
 from .sliced import fast_exp
-
-RBF = 0
-IMQ = 1
 
 #: Smallest bandwidth the kernels take, about 1.2e-77: below it the scale constants
 #: (up to 1/h^4, in the second derivative of the profile) overflow float64.
@@ -91,7 +89,7 @@ def stein_block_inplace(code, p0, p1, dim, G, SS, C, nx, nsx, row0, col0, upper,
                             rowsum, G)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=PARALLEL)
 def stein_block_into(code, p0, p1, dim, G, SS, C, nx, nsx, row0, col0, upper, mirror, rowsum,
                      out):
     """Write the Stein kernel values of a Gram block into ``out``; return row sums.
@@ -130,31 +128,31 @@ def stein_block_into(code, p0, p1, dim, G, SS, C, nx, nsx, row0, col0, upper, mi
     """
     B, M = G.shape
     two_d = 2.0 * dim
-    if not upper:
-        for bi in prange(B):
-            rowsum[bi] = _stein_row(code, p0, p1, two_d, G, SS, C, nx, nsx, bi, row0 + bi,
-                                    col0, 0, False, out)
-        return rowsum
-    half = (B + 1) // 2
-    for p in prange(half):
-        _upper_row(code, p0, p1, two_d, G, SS, C, nx, nsx, p, row0, col0, mirror, rowsum, out)
-        q = B - 1 - p
-        if q != p:
-            _upper_row(code, p0, p1, two_d, G, SS, C, nx, nsx, q, row0, col0, mirror, rowsum,
-                       out)
+    steps = (B + 1) // 2 if upper else B
+    for p in prange(steps):
+        bi = np.int64(p)
+        _block_row(code, p0, p1, two_d, G, SS, C, nx, nsx, bi, row0, col0, upper, mirror,
+                   rowsum, out)
+        q = B - 1 - bi
+        if upper and q != bi:
+            _block_row(code, p0, p1, two_d, G, SS, C, nx, nsx, q, row0, col0, upper, mirror,
+                       rowsum, out)
     return rowsum
 
 
-@njit(cache=True, inline="always")
-def _upper_row(code, p0, p1, two_d, G, SS, C, nx, nsx, bi, row0, col0, mirror, rowsum, out):
+@njit(cache=True)
+def _block_row(code, p0, p1, two_d, G, SS, C, nx, nsx, bi, row0, col0, upper, mirror, rowsum,
+               out):
+    """Row ``bi`` of :func:`stein_block_into` (compiled once, called from its loop)."""
     i = row0 + bi
-    M = G.shape[1]
-    start = min(max(i - col0, 0), M)
-    if not mirror:
-        for bj in range(start):
-            out[bi, bj] = 0.0
-    rowsum[bi] = _stein_row(code, p0, p1, two_d, G, SS, C, nx, nsx, bi, i, col0, start, mirror,
-                            out)
+    start = 0
+    if upper:
+        start = min(max(i - col0, 0), G.shape[1])
+        if not mirror:
+            for bj in range(start):
+                out[bi, bj] = 0.0
+    rowsum[bi] = _stein_row(code, p0, p1, two_d, G, SS, C, nx, nsx, bi, i, col0, start,
+                            upper and mirror, out)
 
 
 @njit(cache=True, inline="always")
@@ -177,8 +175,10 @@ def _sum4(x, start, stop):
     return (s0 + s1) + (s2 + s3)
 
 
-@njit(cache=True, inline="always")
-def _multi_row(code, p0s, p1, two_d, G, SS, C, nx, nsx, bi, row0, col0, out, rowsum, t, cross):
+@njit(cache=True)
+def _multi_row(code, p0s, p1, two_d, G, SS, C, nx, nsx, bi, row0, col0, out, rowsum, t,
+               cross):
+    """Row ``bi`` of :func:`stein_upper_multi` (compiled once, called from its loop)."""
     i = row0 + bi
     M = G.shape[1]
     start = min(max(i - col0 + 1, 0), M)
@@ -230,7 +230,7 @@ def _multi_row(code, p0s, p1, two_d, G, SS, C, nx, nsx, bi, row0, col0, out, row
         rowsum[li, bi] = _sum4(row, 0, m)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=PARALLEL)
 def stein_upper_multi(code, p0s, p1, dim, G, SS, C, nx, nsx, row0, col0, out, rowsum):
     r"""Upper-triangle Stein kernel values of one Gram block at several bandwidths.
 
@@ -260,9 +260,10 @@ def stein_upper_multi(code, p0s, p1, dim, G, SS, C, nx, nsx, row0, col0, out, ro
     for p in prange(half):
         t = np.empty(M)
         cross = np.empty(M)
-        _multi_row(code, p0s, p1, two_d, G, SS, C, nx, nsx, p, row0, col0, out, rowsum, t, cross)
-        q = B - 1 - p
-        if q != p:
+        bi = np.int64(p)
+        _multi_row(code, p0s, p1, two_d, G, SS, C, nx, nsx, bi, row0, col0, out, rowsum, t, cross)
+        q = B - 1 - bi
+        if q != bi:
             _multi_row(code, p0s, p1, two_d, G, SS, C, nx, nsx, q, row0, col0, out, rowsum, t,
                        cross)
     return rowsum
