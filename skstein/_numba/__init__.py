@@ -15,3 +15,9 @@ rows), so results are bitwise identical for any number of threads.
 from .._threads import blas_threads, numba_threads  # noqa: F401
 
 __all__ = ["numba_threads", "blas_threads"]
+
+# One line on a terminal's standard error before the first kernel compiles in this
+# process (numba's compile event fires only when a kernel is neither loaded nor cached).
+from .._compiling import watch_compiles  # noqa: E402
+
+watch_compiles()
