@@ -24,12 +24,14 @@ The discrete tests have their own estimator-level path (:mod:`skstein.gof._discr
 
 import numpy as np
 
+from ._estimator import is_fitted
+
 from ._validation import check_samples, evaluate_score
-from ._xp import namespace_of, to_host
+from ._xp import is_device_array, namespace_of, to_host
 from ._xp_stein import xp_check_samples, xp_evaluate_score, xp_sums_and_forms
 from .discrepancy import DEFAULT_MAX_MEMORY, stein_sums_and_forms
 
-__all__ = ["NumbaEngine", "ArrayAPIEngine", "select_engine"]
+__all__ = ["NumbaEngine", "ArrayAPIEngine", "select_engine", "EstimatorEngine", "EngineMixin"]
 
 
 class NumbaEngine:
@@ -114,7 +116,9 @@ class ArrayAPIEngine(NumbaEngine):
         import array_api_compat
 
         xp = namespace_of(X)
-        return xp.asarray(np.asarray(A, dtype=np.float64), device=array_api_compat.device(X))
+        # in X's dtype: GPU libraries refuse products of float32 and float64 arrays
+        return xp.asarray(np.asarray(A, dtype=np.float64), dtype=X.dtype,
+                          device=array_api_compat.device(X))
 
     def sums_and_forms(self, X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
         return xp_sums_and_forms(X, S, kernels, V, max_memory=max_memory)
@@ -125,3 +129,63 @@ def select_engine(X, name="X"):
     than NumPy under scikit-learn's ``array_api_dispatch``, else :class:`NumbaEngine`."""
     return NumbaEngine() if namespace_of(X, name) is None else ArrayAPIEngine()
 
+
+class EstimatorEngine:
+    """Base of an estimator's engine (``engine_``): the estimator-level verbs of one data
+    kind, computing through a compute engine (``compute``: :class:`NumbaEngine`,
+    :class:`ArrayAPIEngine`, or None for the discrete operators). Two engines are equal
+    when they are of one type on equal compute engines."""
+
+    def __init__(self, compute=None):
+        self.compute = compute
+
+    def __repr__(self):
+        return f"{type(self).__name__}({'' if self.compute is None else repr(self.compute)})"
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.compute == self.compute
+
+    __hash__ = None
+
+    @staticmethod
+    def host_only(X, what):
+        """A ValueError naming ``X`` when it is a device array: ``what`` runs on the CPU."""
+        if is_device_array(X):
+            raise ValueError(f"X must be a NumPy array for {what}: the discrete Stein "
+                             "operators run on the CPU only.")
+
+
+class EngineMixin:
+    """``fit`` and the engine lookup of an estimator that holds its engine (``engine_``).
+
+    The estimator provides ``_select_engine(X)``, which returns the
+    :class:`EstimatorEngine` its parameters and the data ``X`` call for; ``fit`` chooses
+    it once and lets it learn the fitted attributes, and every other method calls
+    ``self._engine(X)``: the fitted engine, or, while unfitted, the one for ``X``.
+    """
+
+    def fit(self, X, y=None):
+        """Resolve the test's settings on ``X`` and choose its engine (``engine_``).
+
+        The class description says what is resolved (bandwidths, whitening, learned
+        directions); the other methods then use it instead of resolving it again on the
+        sample they are given.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        self
+        """
+        engine = self._select_engine(X)
+        engine.fit(self, X)
+        self.engine_ = engine
+        return self
+
+    def _engine(self, X):
+        return self.engine_ if is_fitted(self) else self._select_engine(X)

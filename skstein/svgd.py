@@ -38,6 +38,7 @@ from .discrepancy import sliced_value_and_grad, stein_sums
 from .directions import _Adam, _tangent_unit_rows, _unit_rows
 from ._flows_xp import sliced_svgd_terms_xp, svgd_terms_xp
 from ._xp import check_same_namespace, namespace_of, to_host
+from ._xp_stein import xp_evaluate_score
 from .flows import (
     SVGDFlow,
     adagrad_update,
@@ -301,17 +302,7 @@ class _ParticleSampler(BaseEstimator):
                 "variance": []}
         n = X.shape[0]
         for it in range(n_iter):
-            S = check_same_namespace(xp, Xd, score(xp.asarray(Xd, copy=True)),
-                                     "the score of target")
-            if tuple(S.shape) != tuple(Xd.shape):
-                raise ValueError(f"the score of target returned an array of shape "
-                                 f"{tuple(S.shape)} for X of shape {tuple(Xd.shape)}; it must "
-                                 "return grad log p(x) for each row of X.")
-            S = xp.astype(S, xp.float64)
-            if not bool(xp.all(xp.isfinite(S))):
-                bad = int(xp.sum(xp.astype(~xp.all(xp.isfinite(S), axis=1), xp.int64)))
-                raise ValueError(f"the score of target is not finite at {bad} of the {n} "
-                                 "rows of X.")
+            S = xp_evaluate_score(score, Xd, xp, "target")
             drive, repulse = self._terms_xp(xp, Xd, S, state, it, rng)
             record = it % self.history_every == 0 or it == n_iter - 1
             if record:

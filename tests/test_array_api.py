@@ -201,7 +201,13 @@ def test_blocks_do_not_change_the_sums(dispatch, monkeypatch):
 def test_float32_data_compute_in_float32(dispatch):
     X, _ = _data(n=120)
     model = StrictScore(3, tilt=0.2)
-    r64 = KSDTest(model, random_state=0).test(X)
-    r32 = KSDTest(model, random_state=0).test(xs.asarray(X, dtype=xs.float32))
-    np.testing.assert_allclose(r32.statistics, r64.statistics, rtol=1e-3)
-    assert r32.reject == r64.reject
+    for params in (dict(), dict(whiten="aggregate")):
+        r64 = KSDTest(model, random_state=0, **params).test(X)
+        X32 = xs.asarray(X, dtype=xs.float32)
+        r32 = KSDTest(model, random_state=0, **params).test(X32)
+        np.testing.assert_allclose(r32.statistics, r64.statistics, rtol=1e-3)
+        assert r32.reject == r64.reject
+    # the whitening maps come over in the data's dtype
+    est = KSDTest(model, whiten=True, random_state=0).fit(X32)
+    A = est.engine_.compute.like(est.whitening_[0], X32)
+    assert A.dtype == xs.float32

@@ -7,13 +7,13 @@ from .._bootstrap import bootstrap_pvalue, bootstrap_threshold, bootstrap_weight
 from .._estimator import discrete_input_tags
 from .._random import as_generator
 from .._result import GOFTestResult
-from .._engines import select_engine
+from .._engines import EngineMixin, EstimatorEngine, select_engine
 from .._validation import check_bandwidth_rule, check_positive_int, check_whiten
-from .._xp import is_device_array
 from ..discrepancy import DEFAULT_MAX_MEMORY, resolve_bandwidth, resolve_bandwidths
 from ..kernels import GRID_TOP, blind_kernels, make_kernel, warn_vanishing_kernels, whitening
 from . import _discrete
 from ._base import SteinTestMixin, aggregated_result, is_fitted
+from ._common import SampleTestMethods
 
 __all__ = ["KSDTest", "LangevinKSD", "DiscreteKSD", "select_ksd_engine"]
 
@@ -51,7 +51,7 @@ def _check_bandwidth_weights(value):
     return w
 
 
-class KSDTest(SteinTestMixin, BaseEstimator):
+class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
     r"""Kernel Stein discrepancy goodness-of-fit test.
 
     Tests H0: the sample comes from ``model`` against H1: it does not, using only the
@@ -203,6 +203,27 @@ class KSDTest(SteinTestMixin, BaseEstimator):
         for arrays of another Array API library (CuPy, PyTorch) under scikit-learn's
         ``array_api_dispatch`` (see the "Performance" guide). Every method calls it.
 
+    Notes
+    -----
+    :meth:`fit` resolves the bandwidth or the collection (and the whitening) on the
+    data it is given and chooses the engine; :meth:`test` then runs on any sample with
+    those settings (unfitted, it resolves them on the sample it tests). For an
+    aggregated test the result's ``pvalue`` and ``reject`` are those of the aggregated
+    test; ``bandwidths``, ``statistics`` and ``pvalues`` hold each bandwidth's
+    statistic and own p-value, ``rejected`` which bandwidths reject at the corrected
+    per-bandwidth level ``pvalue_threshold``; ``statistic``, ``bandwidth``,
+    ``threshold`` and ``null_distribution`` are those of the most significant
+    bandwidth. With ``whiten="aggregate"``, ``labels`` names the geometry
+    (``"euclidean"`` or ``"whitened"``) of each bandwidth. :meth:`discrepancy` is the
+    squared KSD (the array of the statistics for a collection). :meth:`score` is the
+    power criterion :math:`\mathrm{KSD}^2_U / \hat\sigma_{H_1}`
+    (:meth:`skstein.discrepancy.SteinSums.power_criterion`), the largest over a
+    collection, so ``GridSearchCV`` over ``bandwidth`` and ``kernel`` picks the most
+    powerful test; a kernel that is below ``1e-12`` of its peak between every two
+    points of the sample (a bandwidth far below the data's scale;
+    :func:`skstein.kernels.blind_kernels`) sees nothing and scores ``-inf``, the worst
+    score, so a search never picks it.
+
     See Also
     --------
     skstein.ksd : the statistic as a function.
@@ -316,95 +337,20 @@ class KSDTest(SteinTestMixin, BaseEstimator):
             return float(h[0]), kernels[0], tuple(labels), white, None
         return h, kernels, tuple(labels), white, weights
 
-    def _engine(self, X):
-        """The fitted engine, or (unfitted) the one the model and ``X`` call for."""
-        if is_fitted(self):
-            return self.engine_
+    def _select_engine(self, X):
         return select_ksd_engine(self, X)
 
-    def fit(self, X, y=None):
-        """Resolve the bandwidth (or the collection of bandwidths) on ``X``.
-
-        With ``whiten``, also the whitening of ``X``. The engine that computes
-        (``engine_``) is chosen here, from the model and ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        engine = select_ksd_engine(self, X)
-        engine.fit(self, X)
-        self.engine_ = engine
-        return self
-
-    def test(self, X):
-        """Run the test on ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        GOFTestResult
-            For an aggregated test, ``pvalue`` and ``reject`` are those of the
-            aggregated test; ``bandwidths``, ``statistics`` and ``pvalues`` hold each
-            bandwidth's statistic and own p-value, ``rejected`` which bandwidths
-            reject at the corrected per-bandwidth level ``pvalue_threshold``;
-            ``statistic``, ``bandwidth``, ``threshold`` and ``null_distribution``
-            are those of the most significant bandwidth. With
-            ``whiten="aggregate"``, ``labels`` names the geometry (``"euclidean"`` or
-            ``"whitened"``) of each bandwidth.
-        """
+    def _test(self, X):
         return self._engine(X).test(self, X)
 
-    def discrepancy(self, X):
-        """The squared KSD of ``X`` to the model (the test statistic).
-
-        For an aggregated test, the array of the statistics at each bandwidth.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-
-        Returns
-        -------
-        float or ndarray of shape (n_bandwidths,)
-        """
+    def _discrepancy(self, X):
         return self._engine(X).discrepancy(self, X)
 
-    def score(self, X, y=None):
-        r"""Test-power criterion on ``X``: :math:`\mathrm{KSD}^2_U / \hat\sigma_{H_1}`.
-
-        Higher means more power to reject; ``GridSearchCV`` over ``bandwidth`` and
-        ``kernel`` therefore picks the most powerful test. See
-        :meth:`skstein.discrepancy.SteinSums.power_criterion`. For an aggregated
-        test, the largest criterion over the collection. A kernel that is below
-        ``1e-12`` of its peak between every two points of ``X`` (a bandwidth far
-        below the data's scale; :func:`skstein.kernels.blind_kernels`) sees nothing
-        and scores ``-inf``, the worst score, so a search never picks it.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-        y : None
-            Ignored; present for the scikit-learn API.
-
-        Returns
-        -------
-        float
-        """
+    def _score(self, X):
         return self._engine(X).score(self, X)
 
 
-class LangevinKSD:
+class LangevinKSD(EstimatorEngine):
     """:class:`KSDTest` for a continuous model (the Langevin Stein operator).
 
     Computes through ``compute``, a :class:`~skstein._engines.NumbaEngine` (NumPy data,
@@ -413,17 +359,6 @@ class LangevinKSD:
     resolved on the host; the bootstrap weights are drawn there from the estimator's
     seed, so both give the same p-values.
     """
-
-    def __init__(self, compute):
-        self.compute = compute
-
-    def __repr__(self):
-        return f"LangevinKSD({self.compute!r})"
-
-    def __eq__(self, other):
-        return type(other) is type(self) and other.compute == self.compute
-
-    __hash__ = None
 
     def fit(self, est, X):
         est._check_common_params()
@@ -532,22 +467,12 @@ class LangevinKSD:
         return best
 
 
-class DiscreteKSD:
+class DiscreteKSD(EstimatorEngine):
     """:class:`KSDTest` for a discrete model (difference or Zanella-Barker operator):
     the computation of :mod:`skstein.gof._discrete`, on NumPy data."""
 
-    def __repr__(self):
-        return "DiscreteKSD()"
-
-    def __eq__(self, other):
-        return type(other) is type(self)
-
-    __hash__ = None
-
     def _check(self, est, X):
-        if is_device_array(X):
-            raise ValueError("X must be a NumPy array for a discrete model: the discrete "
-                             "Stein operators run on the CPU only.")
+        self.host_only(X, "a discrete model")
         est._check_discrete_weights()
 
     def fit(self, est, X):

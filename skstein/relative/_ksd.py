@@ -3,8 +3,7 @@
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._engines import select_engine
-from .._xp import is_device_array
+from .._engines import EngineMixin, EstimatorEngine, select_engine
 from .._estimator import discrete_input_tags, is_fitted
 from .._random import as_generator
 from .._result import RelativeTestResult
@@ -167,7 +166,7 @@ def _method_name(discrepancy, kernel, variance, latent, n_kernels=1, n_folds=1, 
     return f"relative {name} ({kernel}, {variance} variance{extra})"
 
 
-class RelativeKSDTest(RelativeMixin, BaseEstimator):
+class RelativeKSDTest(EngineMixin, RelativeMixin, BaseEstimator):
     r"""Relative kernel Stein discrepancy test: is model Q a better fit than model P.
 
     Tests H0: :math:`\mathrm{KSD}^2(P, R) \le \mathrm{KSD}^2(Q, R)` against
@@ -415,23 +414,6 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         """Independent streams: bandwidth, P's scores, Q's scores, directions, threshold."""
         return as_generator(self.random_state).spawn(5)
 
-    def fit(self, X, y=None):
-        """Resolve the bandwidth on ``X`` (and, for maxSKSD, learn the directions).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        engine = select_relative_engine(self, X)
-        engine.fit(self, X)
-        self.engine_ = engine
-        return self
-
     def _check_engine(self, compute):
         """``compute`` when it can run this comparison: the Array API engine computes the
         KSD comparison with exact scores; the maxSKSD one and posterior scores run on
@@ -450,9 +432,8 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
                                  "on the CPU.")
         return compute
 
-    def _engine(self, X):
-        """The fitted engine, or (unfitted) the one the models and ``X`` call for."""
-        return self.engine_ if is_fitted(self) else select_relative_engine(self, X)
+    def _select_engine(self, X):
+        return select_relative_engine(self, X)
 
     def _model_score(self, name, X, rng, compute=None):
         """(scores, used_posterior) of ``model_p`` or ``model_q`` on ``X``."""
@@ -524,23 +505,12 @@ class RelativeKSDTest(RelativeMixin, BaseEstimator):
         return self.test(X).zscore
 
 
-class LangevinRelative:
+class LangevinRelative(EstimatorEngine):
     """:class:`RelativeKSDTest` for continuous models (the Langevin Stein operator).
 
     Computes through ``compute``, a :class:`~skstein._engines.NumbaEngine` or (for the
     KSD comparison with exact scores) an :class:`~skstein._engines.ArrayAPIEngine`.
     """
-
-    def __init__(self, compute):
-        self.compute = compute
-
-    def __repr__(self):
-        return f"LangevinRelative({self.compute!r})"
-
-    def __eq__(self, other):
-        return type(other) is type(self) and other.compute == self.compute
-
-    __hash__ = None
 
     def fit(self, est, X):
         est._check_params()
@@ -605,28 +575,16 @@ class LangevinRelative:
                          rngs[4])
 
 
-class DiscreteRelative:
+class DiscreteRelative(EstimatorEngine):
     """:class:`RelativeKSDTest` for discrete models (:mod:`skstein.relative._discrete`),
     on NumPy data."""
 
-    def __repr__(self):
-        return "DiscreteRelative()"
-
-    def __eq__(self, other):
-        return type(other) is type(self)
-
-    __hash__ = None
-
     def fit(self, est, X):
-        if is_device_array(X):
-            raise ValueError("X must be a NumPy array for discrete models: the discrete "
-                             "Stein operators run on the CPU only.")
+        self.host_only(X, "discrete models")
         _discrete.fit(est, X)
 
     def test(self, est, X):
-        if is_device_array(X):
-            raise ValueError("X must be a NumPy array for discrete models: the discrete "
-                             "Stein operators run on the CPU only.")
+        self.host_only(X, "discrete models")
         return _discrete.test(est, X)
 
 
