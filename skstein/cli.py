@@ -6,6 +6,7 @@
     skstein reproduce NAME [--quick] [--trials N] [--n-jobs N] [--seed S] [--out DIR]
                       [--verbose | --quiet] [--methods A,B,...]
     skstein reproduce --list
+    skstein precompile [--families F ...] [--n-jobs N]
 
 ``reproduce`` shows a progress bar per setting and one over all settings, with the
 time left, on standard error when that is a terminal; ``--verbose`` shows them
@@ -175,7 +176,19 @@ def main(argv=None):
     shown.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     p_rep.add_argument("--methods", default=None,
                        help="comma-separated test names (experiments with a method set)")
+    p_pre = sub.add_parser("precompile", help="compile the kernels for this environment, "
+                           "one family per process (fills numba's cache)")
+    p_pre.add_argument("--families", nargs="*", default=None,
+                       help="ksd, maxsksd, relative, svgd, discrete (default: all)")
+    p_pre.add_argument("--n-jobs", type=int, default=None, help="processes (default: cores)")
     args = parser.parse_args(argv)
+    if args.command == "precompile":
+        from .precompile import precompile
+
+        times = precompile(args.families, n_jobs=args.n_jobs)
+        for name, sec in times.items():
+            print(f"{name:10s} {sec:6.1f} s")
+        return 0
     if args.command == "demo":
         demo(quick=args.quick, out_dir=args.out, random_state=args.seed)
         return 0
