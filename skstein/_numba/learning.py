@@ -39,7 +39,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._jit import PARALLEL
-from .sliced import RBF, fast_exp
+from .sliced import RBF, _imq_k, fast_exp
 
 __all__ = ["radial_profile3", "stein_grad_block", "sliced_grad_upper", "pair_blocks"]
 
@@ -118,13 +118,6 @@ def stein_grad_block(code, p0, p1, dim, G, SS, C, nx, nsx, row0, rowsum_h, rowsu
         rowsum_k1[bi] = acc_k1
         rowsum_w[bi] = acc_w
     return rowsum_h
-
-
-@njit(cache=True, inline="always")
-def _imq_k(base, p1, half):
-    if half:
-        return 1.0 / np.sqrt(base)
-    return base**p1
 
 
 @njit(cache=True, inline="always", fastmath={"contract"})
