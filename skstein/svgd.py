@@ -167,6 +167,33 @@ class _ParticleSampler(BaseEstimator):
         """``X`` of :meth:`score`: finite, at least 2 rows, the fitted width (if fitted)."""
         return validate_samples(self, X, reset=False)
 
+    def _score_state(self):
+        """The state :meth:`score` measures with; ``None`` where the sampler keeps none."""
+        return None
+
+    def score(self, X, y=None):
+        """Minus the discrepancy the sampler reduces, of ``X`` to the target.
+
+        :class:`SVGD`: the KSD (U-statistic, RBF kernel, median bandwidth).
+        :class:`SlicedSVGD`: the sliced KSD (maxSKSD-g objective) along
+        ``directions_``, the identity directions when not fitted.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            A set of points, e.g. particles: at least 2, and after :meth:`fit` the
+            fitted number of features.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        float
+        """
+        X = self._validate_score_X(X)
+        S = evaluate_score(self.target, X, "target")
+        return -self._discrepancy(X, S, self._score_state())
+
     def fit(self, X0=None, y=None):
         """Move the initial particles ``X0`` (or ``n_particles`` draws from N(0, I)).
 
@@ -461,25 +488,6 @@ class SVGD(_ParticleSampler):
             return float("nan")
         kern = make_kernel("rbf", median_bandwidth(X, max_points=1000))
         return float(stein_sums(X, S, kern).statistic("u"))
-
-    def score(self, X, y=None):
-        """Minus the KSD (U-statistic, RBF kernel, median bandwidth) of ``X`` to the target.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            A set of points, e.g. particles: at least 2, and after :meth:`fit` the
-            fitted number of features.
-        y : None
-            Ignored; present for the scikit-learn API.
-
-        Returns
-        -------
-        float
-        """
-        X = self._validate_score_X(X)
-        S = evaluate_score(self.target, X, "target")
-        return -self._discrepancy(X, S, None)
 
 
 def score_frame(S):
@@ -871,25 +879,6 @@ class SlicedSVGD(_ParticleSampler):
                                              kernel_params=self.kernel_params)
         return float(values.sum())
 
-    def score(self, X, y=None):
-        """Minus the sliced KSD (maxSKSD-g objective) of ``X`` along ``directions_``.
-
-        Uses the identity directions when not fitted.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            A set of points, e.g. particles: at least 2, and after :meth:`fit` the
-            fitted number of features.
-        y : None
-            Ignored; present for the scikit-learn API.
-
-        Returns
-        -------
-        float
-        """
-        X = self._validate_score_X(X)
-        S = evaluate_score(self.target, X, "target")
+    def _score_state(self):
         warm = self._warm_state()
-        state = None if warm is None else {"G": warm[0], "R": warm[1]}
-        return -self._discrepancy(X, S, state)
+        return None if warm is None else {"G": warm[0], "R": warm[1]}
