@@ -111,7 +111,34 @@ def _whitened_call(white, X, S, evaluate):
     return replace(res, grad_scores=res.grad_scores @ B.T, grad_points=res.grad_points @ A.T)
 
 
-class KSDLoss(BaseEstimator):
+class _ModelGradientMixin:
+    """``model_value_and_grad`` for a loss with ``value_and_grad(X, S)``."""
+
+    def model_value_and_grad(self, model, X):
+        """``(value, dL/dtheta)`` for a model with ``grad_logpdf_vjp``.
+
+        See :func:`model_value_and_grad`. A :class:`MaxSKSDLoss` also moves its
+        directions, as :meth:`value_and_grad` does.
+
+        Parameters
+        ----------
+        model : object
+            With ``grad_logpdf(X)`` and ``grad_logpdf_vjp(X, V)``.
+        X : array-like of shape (n_samples, n_features)
+            A batch of data.
+
+        Returns
+        -------
+        value : float
+            The loss (for :class:`MaxSKSDLoss`, at the directions of the evaluation;
+            see its ``order``).
+        grad : ndarray or tuple of ndarrays
+            Its gradient, shaped like the model's parameters.
+        """
+        return model_value_and_grad(self, model, X)
+
+
+class KSDLoss(_ModelGradientMixin, BaseEstimator):
     """The KSD as a training loss, with its gradients in the scores and the points.
 
     A thin stateful wrapper of :func:`ksd_value_and_grad` with the interface of
@@ -204,29 +231,8 @@ class KSDLoss(BaseEstimator):
         self.n_iter_ = n_iter + 1
         return res
 
-    def model_value_and_grad(self, model, X):
-        """``(value, dL/dtheta)`` for a model with ``grad_logpdf_vjp``.
 
-        See :func:`model_value_and_grad`.
-
-        Parameters
-        ----------
-        model : object
-            With ``grad_logpdf(X)`` and ``grad_logpdf_vjp(X, V)``.
-        X : array-like of shape (n_samples, n_features)
-            A batch of data.
-
-        Returns
-        -------
-        value : float
-            The loss.
-        grad : ndarray or tuple of ndarrays
-            Its gradient, shaped like the model's parameters.
-        """
-        return model_value_and_grad(self, model, X)
-
-
-class MaxSKSDLoss(BaseEstimator):
+class MaxSKSDLoss(_ModelGradientMixin, BaseEstimator):
     r"""The maxSKSD as a training loss: the sliced KSD with directions learned alongside.
 
     Each call of :meth:`value_and_grad` on a batch ``(X, S)`` takes projected ascent
@@ -416,22 +422,3 @@ class MaxSKSDLoss(BaseEstimator):
         if update:
             self.n_iter_ += 1
         return res
-
-    def model_value_and_grad(self, model, X):
-        """``(value, dL/dtheta)`` and one ascent step (see :func:`model_value_and_grad`).
-
-        Parameters
-        ----------
-        model : object
-            With ``grad_logpdf(X)`` and ``grad_logpdf_vjp(X, V)``.
-        X : array-like of shape (n_samples, n_features)
-            A batch of data.
-
-        Returns
-        -------
-        value : float
-            The loss at the directions before the step.
-        grad : ndarray or tuple of ndarrays
-            Its gradient, shaped like the model's parameters.
-        """
-        return model_value_and_grad(self, model, X)
