@@ -28,7 +28,36 @@ def _readonly(a):
 
 
 @dataclass(frozen=True, eq=False)
-class GOFTestResult:
+class _TestResult:
+    """The fields every test's result starts with, compared field by field.
+
+    A subclass declares a ``bandwidth`` field, made a read-only copy when it is an
+    array, and names in ``_array_fields`` its optional arrays, made read-only
+    float copies when given.
+    """
+
+    statistic: float
+    pvalue: float
+    threshold: float
+    reject: bool
+    alpha: float
+    method: str
+    n_samples: int
+
+    _array_fields = ()
+
+    __eq__ = _fields_equal
+
+    def __post_init__(self):
+        if isinstance(self.bandwidth, np.ndarray):
+            object.__setattr__(self, "bandwidth", _readonly(self.bandwidth))
+        for name in self._array_fields:
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, _readonly(getattr(self, name)))
+
+
+@dataclass(frozen=True, eq=False)
+class GOFTestResult(_TestResult):
     """Result of a goodness-of-fit test.
 
     Attributes
@@ -72,13 +101,6 @@ class GOFTestResult:
         (``"euclidean"`` or ``"whitened"``) of each statistic. None otherwise.
     """
 
-    statistic: float
-    pvalue: float
-    threshold: float
-    reject: bool
-    alpha: float
-    method: str
-    n_samples: int
     bootstrap: str
     n_bootstrap: int
     bandwidth: object
@@ -90,15 +112,11 @@ class GOFTestResult:
     pvalue_threshold: float = None
     labels: tuple = field(default=None, repr=False)
 
-    __eq__ = _fields_equal
+    _array_fields = ("bandwidths", "statistics", "pvalues")
 
     def __post_init__(self):
         object.__setattr__(self, "null_distribution", _readonly(self.null_distribution))
-        if isinstance(self.bandwidth, np.ndarray):
-            object.__setattr__(self, "bandwidth", _readonly(self.bandwidth))
-        for name in ("bandwidths", "statistics", "pvalues"):
-            if getattr(self, name) is not None:
-                object.__setattr__(self, name, _readonly(getattr(self, name)))
+        super().__post_init__()
         if self.rejected is not None:
             rejected = np.array(self.rejected, dtype=bool, copy=True)
             rejected.setflags(write=False)
@@ -106,7 +124,7 @@ class GOFTestResult:
 
 
 @dataclass(frozen=True, eq=False)
-class RelativeTestResult:
+class RelativeTestResult(_TestResult):
     """Result of a relative goodness-of-fit test of two models P and Q.
 
     H0: P fits the data at least as well as Q (``D(P, R) <= D(Q, R)``);
@@ -157,13 +175,6 @@ class RelativeTestResult:
         ``"whitened"``) of each kernel of ``bandwidths``. None otherwise.
     """
 
-    statistic: float
-    pvalue: float
-    threshold: float
-    reject: bool
-    alpha: float
-    method: str
-    n_samples: int
     discrepancy_p: float
     discrepancy_q: float
     sigma: float
@@ -177,11 +188,4 @@ class RelativeTestResult:
     zscore_threshold: float = None
     labels: tuple = field(default=None, repr=False)
 
-    __eq__ = _fields_equal
-
-    def __post_init__(self):
-        if isinstance(self.bandwidth, np.ndarray):
-            object.__setattr__(self, "bandwidth", _readonly(self.bandwidth))
-        for name in ("bandwidths", "zscores", "statistics"):
-            if getattr(self, name) is not None:
-                object.__setattr__(self, name, _readonly(getattr(self, name)))
+    _array_fields = ("bandwidths", "zscores", "statistics")
