@@ -297,6 +297,24 @@ def discrete_bandwidth_grid(X, embedding, n_values, n_bandwidths=10, *, max_poin
     return np.geomspace(lo, 2.0 * med, n_bandwidths)
 
 
+def discrete_kernel_collection(X, kernel, n_values, n_bandwidths, kernel_params, random_state):
+    """One :class:`DiscreteKernel` per bandwidth of :func:`discrete_bandwidth_grid` on ``X``.
+
+    The kernels of an aggregated test (a bandwidth collection), in grid order;
+    ``kernel`` names an entry of :data:`DISCRETE_KERNELS`.
+    """
+    check_positive_int(n_bandwidths, "n_bandwidths")
+    grid = discrete_bandwidth_grid(X, DISCRETE_KERNELS[kernel][1], n_values, n_bandwidths,
+                                   random_state=random_state)
+    return tuple(DiscreteKernel(kernel, float(h), kernel_params) for h in grid)
+
+
+def is_discrete_kernel(kern):
+    """Whether ``kern`` is a :class:`DiscreteKernel` or a tuple of them (a collection)."""
+    return isinstance(kern, DiscreteKernel) or (
+        isinstance(kern, tuple) and all(isinstance(k, DiscreteKernel) for k in kern))
+
+
 def resolve_discrete_bandwidth(X, bandwidth, embedding, n_values, *, random_state=None):
     """A positive float bandwidth, or the median heuristic of the embedded ``X``."""
     if isinstance(bandwidth, str):

@@ -25,12 +25,12 @@ from .._validation import check_alpha, check_choice, check_no_whiten, check_posi
 from ..discrepancy import is_collection
 from ..discrete import (
     DISCRETE_KERNELS,
-    DiscreteKernel,
     check_discrete_samples,
-    discrete_bandwidth_grid,
+    discrete_kernel_collection,
     discrete_stein_row_blocks,
     discrete_stein_sums,
     has_exact_ratios,
+    is_discrete_kernel,
     model_n_values,
     operator_coefficients,
     prepare_discrete,
@@ -38,7 +38,7 @@ from ..discrete import (
 )
 from ._base import aggregated_result
 
-__all__ = ["discrete_operator", "fit", "test", "discrepancy", "score"]
+__all__ = ["discrete_operator", "fit", "store_fit", "test", "discrepancy", "score"]
 
 
 def discrete_operator(est):
@@ -73,16 +73,9 @@ def _resolve(est, X, rng):
                                       1.0 if collection else est.bandwidth,
                                       est.kernel_params, rng)
     if collection:
-        check_positive_int(est.n_bandwidths, "n_bandwidths")
-        grid = discrete_bandwidth_grid(X, DISCRETE_KERNELS[est.kernel][1], nvals,
-                                       est.n_bandwidths, random_state=rng)
-        kern = tuple(DiscreteKernel(est.kernel, float(h), est.kernel_params) for h in grid)
+        kern = discrete_kernel_collection(X, est.kernel, nvals, est.n_bandwidths,
+                                          est.kernel_params, rng)
     return X, nvals, kern
-
-
-def _is_fitted_kernel(kern):
-    return isinstance(kern, DiscreteKernel) or (
-        isinstance(kern, tuple) and all(isinstance(k, DiscreteKernel) for k in kern))
 
 
 def fit(est, X):
@@ -91,6 +84,15 @@ def fit(est, X):
     _check_params(est)
     rng = as_generator(est.random_state)
     X, _, kern = _resolve(est, X, rng)
+    return store_fit(est, X, operator, kern)
+
+
+def store_fit(est, X, operator, kern):
+    """Set on ``est`` what ``fit`` resolved on ``X``; returns ``est``.
+
+    ``operator_``, ``kernel_`` (a tuple for a collection), ``bandwidth_`` (then an
+    array, one per kernel) and ``n_features_in_``.
+    """
     est.n_features_in_ = X.shape[1]
     est.operator_ = operator
     est.bandwidth_ = (np.array([k.bandwidth for k in kern]) if isinstance(kern, tuple)
@@ -104,7 +106,7 @@ def _prepare(est, X, rng):
     operator = discrete_operator(est)
     _check_params(est)
     kern = getattr(est, "kernel_", None)
-    if is_fitted(est) and _is_fitted_kernel(kern):
+    if is_fitted(est) and is_discrete_kernel(kern):
         X = check_discrete_samples(X)
         if X.shape[1] != est.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} is "

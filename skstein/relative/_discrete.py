@@ -13,10 +13,10 @@ from .._random import as_generator
 from .._validation import check_alpha, check_choice, check_no_whiten, check_positive_int
 from ..discrete import (
     DISCRETE_KERNELS,
-    DiscreteKernel,
     check_discrete_samples,
-    discrete_bandwidth_grid,
+    discrete_kernel_collection,
     discrete_stein_sums,
+    is_discrete_kernel,
     is_discrete_model,
     model_n_values,
     operator_coefficients,
@@ -24,6 +24,7 @@ from ..discrete import (
     resolve_operator,
 )
 from ..discrepancy import is_collection
+from ..gof._discrete import store_fit
 from ._latent import MODEL_SCORES
 from ._stats import VARIANCES, aggregated_result, difference_sums, result_from_sums
 
@@ -65,17 +66,12 @@ def _n_values(est, d):
     return nv_p
 
 
-def _is_fitted_kernel(kern):
-    return isinstance(kern, DiscreteKernel) or (
-        isinstance(kern, tuple) and all(isinstance(k, DiscreteKernel) for k in kern))
-
-
 def _prepare(est, X, rng, use_fitted=True):
     """``(X, n_values, kernel)``; the kernel is a tuple for a bandwidth collection."""
     X0 = check_discrete_samples(X, min_samples=3)
     nvals = _n_values(est, X0.shape[1])
     kern = getattr(est, "kernel_", None)
-    if use_fitted and is_fitted(est) and _is_fitted_kernel(kern):
+    if use_fitted and is_fitted(est) and is_discrete_kernel(kern):
         if X0.shape[1] != est.n_features_in_:
             raise ValueError(f"X has {X0.shape[1]} features, but {type(est).__name__} is "
                              f"expecting {est.n_features_in_} features as input.")
@@ -87,10 +83,8 @@ def _prepare(est, X, rng, use_fitted=True):
     X0, _, _ = prepare_discrete(X0, est.model_p, est.kernel, kern.bandwidth, est.kernel_params,
                                 rng, "model_p")
     if collection:
-        check_positive_int(est.n_bandwidths, "n_bandwidths")
-        grid = discrete_bandwidth_grid(X0, DISCRETE_KERNELS[est.kernel][1], nvals,
-                                       est.n_bandwidths, random_state=rng)
-        kern = tuple(DiscreteKernel(est.kernel, float(h), est.kernel_params) for h in grid)
+        kern = discrete_kernel_collection(X0, est.kernel, nvals, est.n_bandwidths,
+                                          est.kernel_params, rng)
     return X0, nvals, kern
 
 
@@ -100,12 +94,7 @@ def fit(est, X):
     _check_params(est)
     rng = as_generator(est.random_state).spawn(4)[0]
     X, _, kern = _prepare(est, X, rng, use_fitted=False)
-    est.n_features_in_ = X.shape[1]
-    est.operator_ = operator
-    est.bandwidth_ = (np.array([k.bandwidth for k in kern]) if isinstance(kern, tuple)
-                      else kern.bandwidth)
-    est.kernel_ = kern
-    return est
+    return store_fit(est, X, operator, kern)
 
 
 def relative_sums(X, C_p, C_q, kernel, operator, n_values, max_memory):
