@@ -140,6 +140,26 @@ def _block_rows(n_rows, n_cols, max_memory, n_arrays=3):
     return int(max(1, min(n_rows, max_memory // max(1, n_arrays * 8 * n_cols))))
 
 
+def upper_block_sums(n, diag, block, max_memory, n_arrays=3):
+    """:class:`SteinSums` (without the matrix) of a pass over row blocks of the upper triangle.
+
+    ``block(a, b)`` returns ``(H, rowsum)``: rows ``a:b`` of the strict upper
+    triangle of the Stein matrix from column ``a`` on (shape ``(b - a, n - a)``) and
+    their row sums; the column sums of ``H`` add the lower triangle's share of the
+    row sums. Blocks hold ``n_arrays`` such temporaries within ``max_memory`` bytes.
+    """
+    rowsums = np.zeros(n)
+    total = 0.0
+    rows = _block_rows(n, n, max_memory, n_arrays)
+    for a in range(0, n, rows):
+        b = min(n, a + rows)
+        H, rowsum = block(a, b)
+        rowsums[a:b] += rowsum
+        rowsums[a:] += H.sum(axis=0)
+        total += 2.0 * float(np.sum(rowsum))
+    return SteinSums(n, total, diag, rowsums, None)
+
+
 def stein_sums(X, S, kernel, *, return_matrix=False, max_memory=DEFAULT_MAX_MEMORY):
     """One Stein-kernel pass over validated arrays ``X`` and scores ``S``.
 
@@ -167,11 +187,7 @@ def stein_sums(X, S, kernel, *, return_matrix=False, max_memory=DEFAULT_MAX_MEMO
         rowsums = rowsum + G.sum(axis=0)
         return SteinSums(n, 2.0 * float(np.sum(rowsum)), diag, rowsums, G)
 
-    rowsums = np.zeros(n)
-    total = 0.0
-    rows = _block_rows(n, n, max_memory)
-    for a in range(0, n, rows):
-        b = min(n, a + rows)
+    def block(a, b):
         Xa, Sa = Xc[a:b], S[a:b]
         Xt, St = Xc[a:], S[a:]
         G = Xa @ Xt.T
@@ -180,10 +196,9 @@ def stein_sums(X, S, kernel, *, return_matrix=False, max_memory=DEFAULT_MAX_MEMO
         C += Sa @ Xt.T
         rowsum = np.empty(b - a)
         stein_block_inplace(code, p0, p1, d, G, SS, C, nx, nsx, a, a, True, False, rowsum)
-        rowsums[a:b] += rowsum
-        rowsums[a:] += G.sum(axis=0)
-        total += 2.0 * float(np.sum(rowsum))
-    return SteinSums(n, total, diag, rowsums, None)
+        return G, rowsum
+
+    return upper_block_sums(n, diag, block, max_memory)
 
 
 def stein_row_blocks(X, S, kernel, *, max_memory=DEFAULT_MAX_MEMORY):

@@ -70,7 +70,7 @@ from ._numba.discrete import BARKER, BOW, DIFFERENCE, ONEHOT
 from ._numba.discrete import discrete_stein_block, discrete_stein_diag
 from ._random import as_generator
 from ._validation import check_choice, check_positive_int, sklearn_model_hint
-from .discrepancy import DEFAULT_MAX_MEMORY, SteinSums
+from .discrepancy import DEFAULT_MAX_MEMORY, SteinSums, _block_rows, upper_block_sums
 from .kernels import GRID_QUANTILE, _positive_median, _subsample, make_kernel
 
 __all__ = ["OPERATORS", "DEFAULT_OPERATOR", "DISCRETE_KERNELS", "DiscreteKernel",
@@ -500,10 +500,6 @@ def _prepare_pass(X, C, kernel, operator, n_values):
                  kernel.table(tmax), nc)
 
 
-def _block_rows(n, cols, max_memory):
-    return int(max(1, min(n, max_memory // max(1, 8 * cols))))
-
-
 def discrete_stein_sums(X, C, kernel, operator, n_values, *, return_matrix=False,
                         max_memory=DEFAULT_MAX_MEMORY):
     """One discrete Stein pass over validated samples and operator coefficients.
@@ -534,16 +530,8 @@ def discrete_stein_sums(X, C, kernel, operator, n_values, *, return_matrix=False
         H, rowsum = ps.block(0, 0, n, n, True)
         rowsums = rowsum + H.sum(axis=0)
         return SteinSums(n, 2.0 * float(np.sum(rowsum)), diag, rowsums, H)
-    rowsums = np.zeros(n)
-    total = 0.0
-    rows = _block_rows(n, n, max_memory)
-    for a in range(0, n, rows):
-        b = min(n, a + rows)
-        H, rowsum = ps.block(a, a, b - a, n - a, True)
-        rowsums[a:b] += rowsum
-        rowsums[a:] += H.sum(axis=0)
-        total += 2.0 * float(np.sum(rowsum))
-    return SteinSums(n, total, diag, rowsums, None)
+    return upper_block_sums(n, diag, lambda a, b: ps.block(a, a, b - a, n - a, True),
+                            max_memory, n_arrays=1)
 
 
 def discrete_stein_row_blocks(X, C, kernel, operator, n_values, *,
@@ -554,7 +542,7 @@ def discrete_stein_row_blocks(X, C, kernel, operator, n_values, *,
     """
     n = X.shape[0]
     ps = _prepare_pass(X, C, kernel, operator, n_values)
-    rows = _block_rows(n, n, max_memory)
+    rows = _block_rows(n, n, max_memory, n_arrays=1)
     for a in range(0, n, rows):
         b = min(n, a + rows)
         H, _ = ps.block(a, 0, b - a, n, False)
