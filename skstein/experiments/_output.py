@@ -5,7 +5,7 @@ import csv
 import os
 
 __all__ = ["write_csv", "pyplot", "format_table", "run_config", "save_figure", "panel_row",
-           "finish_rate_panels", "offset_rate_curves"]
+           "finish_rate_panels", "offset_rate_curves", "rate_panels_by_case"]
 
 
 def write_csv(rows, path):
@@ -106,3 +106,30 @@ def offset_rate_curves(ax, rows, methods, x, spread, markers="osD^v<>"):
         ax.errorbar([r[x] + shift for r in sub], [r["rejection_rate"] for r in sub],
                     yerr=[r["stderr"] for r in sub], marker=markers[k % len(markers)],
                     capsize=2, label=method)
+
+
+def rate_panels_by_case(rows, path, cases, titles, *, width, xlabel, null_case,
+                        markers="osD^v<>"):
+    """Rejection rate against ``n``, one panel of ``width`` inches per case; returns ``path``.
+
+    The panels follow the order of ``cases``, keeping those ``rows`` have, titled by
+    ``titles[case]``; methods are drawn as in :func:`offset_rate_curves`, and a dashed
+    line marks the level 0.05 on the panels where ``null_case(case)`` holds. Returns
+    None without matplotlib.
+    """
+    cases = [c for c in cases if any(r["case"] == c for r in rows)]
+    fig, axes = panel_row(len(cases), width, 3.4)
+    if fig is None:
+        return None
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    ns = sorted({r["n"] for r in rows})
+    spread = 0.015 * (ns[-1] - ns[0] if len(ns) > 1 else ns[0])
+    for ax, case in zip(axes[0], cases):
+        offset_rate_curves(ax, [r for r in rows if r["case"] == case], methods, "n", spread,
+                           markers=markers)
+        ax.set_title(titles[case], fontsize="small")
+        ax.set_xlabel(xlabel)
+        ax.set_ylim(-0.03, 1.03)
+        if null_case(case):
+            ax.axhline(0.05, color="grey", lw=0.8, ls="--")
+    return finish_rate_panels(fig, axes, path)

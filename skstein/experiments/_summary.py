@@ -4,7 +4,7 @@ import numpy as np
 
 from ._runner import rate_summary
 
-__all__ = ["timed_summary", "zscore_summary"]
+__all__ = ["timed_summary", "zscore_summary", "zscore_rows", "relative_outcome"]
 
 
 def timed_summary(out, method, value_name):
@@ -30,3 +30,16 @@ def zscore_summary(out, k):
         **rate_summary([trial[k]["reject"] for trial in out]),
         "mean_zscore": float(np.mean(z)), "sd_zscore": float(np.std(z)),
     }
+
+
+def zscore_rows(out, methods, **setting):
+    """One row per method of the trials ``out`` of a setting: the ``setting`` columns,
+    ``method``, ``n_trials`` and :func:`zscore_summary`."""
+    return [{**setting, "method": method, "n_trials": len(out), **zscore_summary(out, k)}
+            for k, method in enumerate(methods)]
+
+
+def relative_outcome(method, res):
+    """What a trial keeps of a relative test's result ``res`` for :func:`zscore_summary`."""
+    return {"method": method, "reject": res.reject, "pvalue": res.pvalue,
+            "statistic": res.statistic, "zscore": res.zscore}

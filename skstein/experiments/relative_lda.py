@@ -83,9 +83,9 @@ from .._random import spawn_seeds
 from ..discrete import bag_of_words
 from ..distributions import LDA
 from ..relative import RelativeKSDTest, RelativeMMDTest
-from ._output import finish_rate_panels, offset_rate_curves, panel_row, run_config
+from ._output import rate_panels_by_case, run_config
 from ._runner import run_trials
-from ._summary import zscore_summary
+from ._summary import relative_outcome, zscore_rows
 
 __all__ = ["CASES", "METHODS", "problem", "failure_order", "make_test", "run_trial", "run",
            "plot"]
@@ -197,8 +197,7 @@ def run_trial(seed, case, n, methods, chain_scale=1.0):
             res = _mmd_on_counts(test, X, test_seed)
         else:
             res = test.set_params(random_state=test_seed).test(X)
-        out.append({"method": method, "reject": res.reject, "pvalue": res.pvalue,
-                    "statistic": res.statistic, "zscore": res.zscore})
+        out.append(relative_outcome(method, res))
     return out
 
 
@@ -222,27 +221,11 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="aut
                          args=(case, n, tuple(methods), cfg["chain_scale"]),
                          random_state=root, n_jobs=n_jobs, verbose=verbose,
                          desc=f"{case} n={n}")
-        for k, method in enumerate(methods):
-            rows.append({"case": case, "n": n, "method": method, "n_trials": len(out),
-                         **zscore_summary(out, k)})
+        rows.extend(zscore_rows(out, methods, case=case, n=n))
     return rows
 
 
 def plot(rows, path):
     """Rejection rate versus n, one panel per case."""
-    cases = [c for c in CASES if any(r["case"] == c for r in rows)]
-    fig, axes = panel_row(len(cases), 3.8, 3.4)
-    if fig is None:
-        return None
-    methods = list(dict.fromkeys(r["method"] for r in rows))
-    ns = sorted({r["n"] for r in rows})
-    spread = 0.015 * (ns[-1] - ns[0] if len(ns) > 1 else ns[0])
-    for ax, case in zip(axes[0], cases):
-        offset_rate_curves(ax, [r for r in rows if r["case"] == case], methods, "n", spread,
-                           markers="osD^v")
-        ax.set_title(TITLES[case], fontsize="small")
-        ax.set_xlabel("n (documents)")
-        ax.set_ylim(-0.03, 1.03)
-        if "h0" in case:
-            ax.axhline(0.05, color="grey", lw=0.8, ls="--")
-    return finish_rate_panels(fig, axes, path)
+    return rate_panels_by_case(rows, path, CASES, TITLES, width=3.8, xlabel="n (documents)",
+                               null_case=lambda case: "h0" in case, markers="osD^v")
