@@ -27,6 +27,27 @@ class RelativeMixin(RandomStateTagsMixin):
             self._check_model_dims()
         return X
 
+    def score(self, X, y=None):
+        r"""The studentised difference :math:`\sqrt n\,\hat D_n / \hat\sigma` on ``X``.
+
+        The ``zscore`` of :meth:`test`. Positive values favour Q, negative values P;
+        0.0 when the variance is degenerate. ``GridSearchCV`` over ``bandwidth`` or
+        ``kernel`` therefore picks the kernel under which Q's advantage is most
+        significant. For an aggregated test, the largest z-score of the collection.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The sample.
+        y : None
+            Ignored; present for the scikit-learn API.
+
+        Returns
+        -------
+        float
+        """
+        return self.test(X).zscore
+
 
 def check_train_size(train_size):
     if isinstance(train_size, bool) or not isinstance(train_size, (int, float, np.floating)) \

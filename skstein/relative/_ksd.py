@@ -483,27 +483,6 @@ class RelativeKSDTest(EngineMixin, RelativeMixin, BaseEstimator):
             out.append((te, directions))
         return out
 
-    def score(self, X, y=None):
-        r"""The studentised difference :math:`\sqrt n\,\hat D_n / \hat\sigma` on ``X``.
-
-        Positive values favour Q, negative values P; 0.0 when the variance is
-        degenerate. ``GridSearchCV`` over ``bandwidth`` or ``kernel`` therefore picks
-        the kernel under which Q's advantage is most significant. For an aggregated
-        test, the largest z-score of the collection.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-        y : None
-            Ignored; present for the scikit-learn API.
-
-        Returns
-        -------
-        float
-        """
-        return self.test(X).zscore
-
 
 class LangevinRelative(EstimatorEngine):
     """:class:`RelativeKSDTest` for continuous models (the Langevin Stein operator).

@@ -152,22 +152,6 @@ class RelativeMMDTest(FitMethod, RelativeMixin, BaseEstimator):
             degenerate=degenerate,
         )
 
-    def score(self, X, y=None):
-        """The studentised difference on ``X`` (positive values favour Q).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-        y : None
-            Ignored; present for the scikit-learn API.
-
-        Returns
-        -------
-        float
-        """
-        return self.test(X).zscore
-
 
 def _is_sample_array(model):
     return isinstance(model, (np.ndarray, list)) and np.ndim(model) == 2
