@@ -22,8 +22,8 @@ from ._numba.svgd import (
 from .discrepancy import _threads_for
 from .kernels import MIN_BANDWIDTH, inverse_square, make_kernel
 
-__all__ = ["svgd_terms", "SVGDFlow", "adagrad_update", "sliced_svgd_update", "projection_medians",
-           "bandwidth_scale", "kernel_code"]
+__all__ = ["svgd_terms", "svgd_direction", "field_from_terms", "SVGDFlow", "adagrad_update",
+           "sliced_svgd_update", "projection_medians", "bandwidth_scale", "kernel_code"]
 
 
 #: Below this many kernel evaluations an update pass runs on the calling thread (waking
@@ -66,6 +66,38 @@ def svgd_terms(X, S, kernel, bandwidth="median-log", kernel_params=None):
         drive, repulse = flow.terms(np.ascontiguousarray(X, dtype=np.float64),
                                     np.ascontiguousarray(S, dtype=np.float64))
     return drive.copy(), repulse.copy()
+
+
+def field_from_terms(drive, repulse, n):
+    """The field ``phi = (drive + repulse) / n``, written into ``drive`` (returned).
+
+    The one place the two sums become the field, so the step of
+    :class:`skstein.SVGD` and the field of its ``direction`` are the same numbers.
+    """
+    drive += repulse
+    drive /= n
+    return drive
+
+
+def svgd_direction(X, S, kernel="rbf", bandwidth="median-log", kernel_params=None):
+    r"""The SVGD field at each set of particles: ``(N, D)`` or a batch ``(B, N, D)``.
+
+    For each set, :math:`\phi(x_i) = \frac1N \sum_j [k(x_j, x_i) s(x_j) +
+    \nabla_{x_j} k(x_j, x_i)]`, the bandwidth rule applied to that set alone. ``X``
+    and ``S`` are validated float64 arrays of one shape; returns a new array of it.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    S = np.asarray(S, dtype=np.float64)
+    sets_x, sets_s = X.reshape((-1,) + X.shape[-2:]), S.reshape((-1,) + S.shape[-2:])
+    n = X.shape[-2]
+    flow = SVGDFlow(X.shape[-2:], kernel, bandwidth, kernel_params)
+    out = np.empty(sets_x.shape)
+    with flow.threads():
+        for b in range(sets_x.shape[0]):
+            drive, repulse = flow.terms(np.ascontiguousarray(sets_x[b]),
+                                        np.ascontiguousarray(sets_s[b]))
+            out[b] = field_from_terms(drive, repulse, n)
+    return out.reshape(X.shape)
 
 
 class SVGDFlow:

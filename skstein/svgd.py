@@ -31,6 +31,7 @@ from ._validation import (
     check_positive_float,
     check_positive_int,
     evaluate_score,
+    named_errors,
     resolve_score,
     validate_samples,
 )
@@ -43,9 +44,11 @@ from .flows import (
     SVGDFlow,
     adagrad_update,
     bandwidth_scale,
+    field_from_terms,
     kernel_code,
     projection_medians,
     sliced_svgd_update,
+    svgd_direction,
 )
 from .kernels import (
     KERNELS,
@@ -109,9 +112,7 @@ class _Optimizer:
             if not np.isfinite(vmax):  # some phi^2 overflowed (or phi is NaN)
                 self._check_squarable(np.inf if vmax == np.inf else vmax)
             return drive, xtop
-        phi = drive
-        phi += repulse
-        phi /= X.shape[0]
+        phi = field_from_terms(drive, repulse, X.shape[0])
         if self.name == "sgd":
             step = self.lr * phi
         else:
@@ -119,6 +120,30 @@ class _Optimizer:
             step = self.lr * self.adam.step(phi)
         X += step
         return step, float(np.max(np.abs(X)))
+
+
+def _check_particle_sets(Z):
+    """``Z`` of ``direction``: a float64 copy of shape ``(N, D)`` or ``(B, N, D)``.
+
+    Finite, at least two particles per set and one feature; every error names ``Z``.
+    """
+    if np.iscomplexobj(Z):
+        raise ValueError("Z must hold real numbers, got a complex array.")
+    with named_errors("Z"):
+        Z = np.array(Z, dtype=np.float64, order="C")
+    if Z.ndim not in (2, 3):
+        raise ValueError("Z must be a 2-D array (n_particles, n_features) or a 3-D array "
+                         f"(batch, n_particles, n_features), got shape {Z.shape}.")
+    if Z.shape[-2] < 2:
+        raise ValueError(f"Z has {Z.shape[-2]} particle(s) per set (shape={Z.shape}); the "
+                         "field needs at least 2.")
+    if Z.shape[-1] < 1 or Z.shape[0] < 1:
+        raise ValueError(f"Z is empty (shape={Z.shape}).")
+    rows = np.all(np.isfinite(Z), axis=-1)
+    if not np.all(rows):
+        raise ValueError(f"Z is not finite at {int(np.sum(~rows))} of its {rows.size} "
+                         "particles.")
+    return Z
 
 
 class _ParticleSampler(BaseEstimator):
@@ -129,8 +154,9 @@ class _ParticleSampler(BaseEstimator):
     def _threads(self, state):
         return contextlib.nullcontext()
 
-    def _check_params(self):
-        resolve_score(self.target, "target")
+    def _check_params(self, target=True):
+        if target:  # False where a score is given in its place (``direction``)
+            resolve_score(self.target, "target")
         check_positive_int(self.n_particles, "n_particles", minimum=1)
         check_positive_int(self.n_iter, "n_iter", minimum=0)
         check_positive_float(self.step_size, "step_size")
@@ -170,6 +196,37 @@ class _ParticleSampler(BaseEstimator):
     def _score_state(self):
         """The state :meth:`score` measures with; ``None`` where the sampler keeps none."""
         return None
+
+    def _field_scores(self, Z, score):
+        """The scores at the particles ``Z`` (validated by :func:`_check_particle_sets`).
+
+        ``score`` (a callable or a distribution), or the target's when it is None, is
+        called once on a copy of the whole of ``Z`` and must answer with a finite array
+        of ``Z``'s shape; the errors name ``score`` (or ``target``).
+        """
+        name = "target" if score is None else "score"
+        model = self.target if score is None else score
+        fn = resolve_score(model, name)
+        what = "the score of target" if score is None else "score"
+        dim = getattr(model, "dim", None)
+        if dim is not None and not callable(dim) and int(dim) != Z.shape[-1]:
+            raise ValueError(f"Z has {Z.shape[-1]} features but {name} is a distribution on "
+                             f"{int(dim)} dimensions.")
+        values = check_same_namespace(None, Z, fn(Z.copy()), what, reference="Z")
+        try:
+            S = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{what} must return an array of floats of the shape of Z; it "
+                            f"returned {type(values).__name__}: {exc}") from exc
+        if S.shape != Z.shape:
+            raise ValueError(f"{what} returned an array of shape {S.shape} for Z of shape "
+                             f"{Z.shape}; it must return grad log p at each particle, an "
+                             "array of Z's shape.")
+        rows = np.all(np.isfinite(S), axis=-1)
+        if not np.all(rows):
+            raise ValueError(f"{what} is not finite at {int(np.sum(~rows))} of the "
+                             f"{rows.size} particles of Z.")
+        return np.ascontiguousarray(S)
 
     def score(self, X, y=None):
         """Minus the discrepancy the sampler reduces, of ``X`` to the target.
@@ -452,6 +509,50 @@ class SVGD(_ParticleSampler):
         self.verbose = verbose
 
     _fused_score_check = True
+
+    def direction(self, Z, score=None):
+        r"""The SVGD field :math:`\phi` at the particles ``Z`` (amortised SVGD).
+
+        :math:`\phi(z_i) = \frac1N \sum_j [k(z_j, z_i) s(z_j) + \nabla_{z_j} k(z_j,
+        z_i)]`, with the estimator's ``kernel``, ``bandwidth`` rule and
+        ``kernel_params``: the same numbers :meth:`fit` steps along, so one
+        ``optimizer="sgd"`` iteration of :meth:`fit` from ``X0`` gives
+        ``X0 + step_size * direction(X0)``. The estimator is not changed.
+
+        For particles produced by a model, e.g. an encoder trained by amortisation
+        (Gong et al. 2021, Algorithm 3; Feng, Wang & Liu 2017): the encoder
+        regresses onto the moved particles, with the target held fixed. With
+        PyTorch (not a dependency of skstein):
+
+        .. code-block:: python
+
+            z = encoder(x, noise)                    # (batch, n_particles, D)
+            phi = torch.as_tensor(svgd.direction(z.detach().numpy(), score))
+            loss = 0.5 * ((z - (z + eps * phi).detach()) ** 2).sum()
+            loss.backward()                          # the gradient is -eps * phi
+
+        Parameters
+        ----------
+        Z : array-like of shape (n_particles, n_features) or (batch, n_particles, n_features)
+            The particles: one set, or one set per batch item (each its own field,
+            the bandwidth rule applied to each set alone). At least 2 particles per
+            set, finite. NumPy only.
+        score : callable or distribution, default=None
+            The score ``grad log p`` at ``Z`` (a callable or an object with
+            ``grad_logpdf``), for a target that changes from call to call (e.g. one
+            posterior per image); ``None`` uses ``target``. It is called once, on a
+            copy of the whole ``Z``, and must return a finite array of ``Z``'s shape
+            (for a batch: ``(batch, n_particles, n_features)`` in and out).
+
+        Returns
+        -------
+        ndarray of the shape of ``Z``
+            The field at each particle.
+        """
+        self._check_params(target=score is None)
+        Z = _check_particle_sets(Z)
+        S = self._field_scores(Z, score)
+        return svgd_direction(Z, S, self.kernel, self.bandwidth, self.kernel_params)
 
     def _init_state(self, X, warm, rng):
         return SVGDFlow(X.shape, self.kernel, self.bandwidth, self.kernel_params)
