@@ -807,8 +807,74 @@ class SlicedSVGD(_ParticleSampler):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _check_params(self):
-        super()._check_params()
+    def direction(self, Z, score=None):
+        r"""The sliced SVGD field at the particles ``Z``, after one direction update.
+
+        Each call does what one iteration of :meth:`fit` does before its step: one
+        update of the directions ``G`` on the current particles (``slice_steps``
+        Adam ascent steps of the maxSKSD-g objective, the update the gate of
+        :meth:`fit` would allow; none when ``slice_update_every=0``), then the field
+        :math:`\phi_d(z_i) = \frac1N \sum_j [\kappa_d(u_{jd}, u_{id}) s_d(z_j) +
+        G_{dd} \partial_{u_{jd}} \kappa_d(u_{jd}, u_{id})]` at the updated
+        directions, its per-dimension bandwidths the medians of the projections
+        before the update (as in :meth:`fit`). The updated directions are kept
+        (``directions_``, ``slices_``, ``n_direction_updates_`` counts the update,
+        and the Adam moments carry over), so successive calls are successive steps
+        of Algorithm 3 of Gong et al. 2021 (amortised S-SVGD): from a fitted
+        estimator they go on from its directions; one ``optimizer="sgd"`` iteration
+        of :meth:`fit` from ``X0`` moves it to ``X0 + step_size * direction(X0)`` of
+        an unfitted copy.
+
+        Unfitted, the first call initialises the directions and slices from ``Z``
+        (its first set for a batch) and the scores there, as :meth:`fit` does from
+        its initial particles, with ``random_state`` (for
+        ``init_directions="random"``), and sets ``n_features_in_``; a later call
+        must have the same number of features.
+
+        A batch shares one set of directions: the update ascends the mean of the
+        sets' objectives (each set with its own median bandwidths) and every set's
+        field uses the updated directions. With ``slice_update_every=0`` and the
+        same starting directions (fitted, or ``slices="axes"``) a batch gives the
+        fields of its sets called one by one.
+
+        Parameters
+        ----------
+        Z : array-like of shape (n_particles, n_features) or (batch, n_particles, n_features)
+            The particles, as for :meth:`SVGD.direction`. NumPy only.
+        score : callable or distribution, default=None
+            As for :meth:`SVGD.direction`: ``None`` uses ``target``.
+
+        Returns
+        -------
+        ndarray of the shape of ``Z``
+            The field at each particle.
+        """
+        self._check_params(target=score is None)
+        Z = _check_particle_sets(Z)
+        S = self._field_scores(Z, score)
+        sets, ssets = Z.reshape((-1,) + Z.shape[-2:]), S.reshape((-1,) + S.shape[-2:])
+        state = self._direction_state(sets[0], ssets[0])
+        meds, update = [], []
+        for X, Sx in zip(sets, ssets):
+            one = dict(state, med=None)
+            # the medians of the projections on G before the update, as fit's first step
+            update.append((X, Sx, self._bandwidths(X, one, "median")))
+            meds.append(one["med"])
+        if self.slice_update_every:
+            self._ascend(update, state)
+            state["ref"] = sets[-1].copy()
+            state["updates"] += 1
+        n = Z.shape[-2]
+        out = np.empty(sets.shape)
+        for b, (X, Sx) in enumerate(zip(sets, ssets)):
+            drive, repulse = self._field_terms(X, Sx, dict(state, med=meds[b]))
+            out[b] = field_from_terms(drive, repulse, n)
+        self._store_state(state)
+        self.n_features_in_ = Z.shape[-1]
+        return out.reshape(Z.shape)
+
+    def _check_params(self, target=True):
+        super()._check_params(target)
         check_positive_int(self.slice_update_every, "slice_update_every", minimum=0)
         tol = self.slice_update_tol
         if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not (
@@ -874,6 +940,25 @@ class SlicedSVGD(_ParticleSampler):
         self.directions_ = state["G"]
         self.slices_ = state["R"]
         self.n_direction_updates_ = state["updates"]
+        # the ascent's Adam moments, for the next :meth:`direction` while these
+        # directions stand (a later fit or a set directions_ starts them afresh)
+        self._direction_adam = (self.directions_, state["adam"])
+
+    def _direction_state(self, X, S):
+        """The state :meth:`direction` starts from: the kept directions, or ones
+        initialised from the particles ``X`` (scores ``S``) as :meth:`fit` does."""
+        d = X.shape[1]
+        warm = self._warm_state()
+        if warm is not None and warm[0].shape != (d, d):
+            raise ValueError(f"Z has {d} features but the directions_ of this estimator "
+                             f"are for {warm[0].shape[1]}.")
+        state = self._init_state(X, warm, as_generator(self.random_state), S)
+        if warm is not None:
+            state["updates"] = int(getattr(self, "n_direction_updates_", 0))
+            kept = getattr(self, "_direction_adam", None)
+            if kept is not None and kept[0] is self.directions_:
+                state["adam"] = kept[1]
+        return state
 
     def _medians(self, U):
         """Per-dimension median of |u_i - u_j| (at most 1000 particles); 1 where undefined."""
@@ -887,14 +972,27 @@ class SlicedSVGD(_ParticleSampler):
         return state["med"] * bandwidth_scale(rule, X.shape[0])
 
     def _update_directions(self, X, S, state):
+        self._ascend([(X, S, self._bandwidths(X, state, "median"))], state)
+
+    def _ascend(self, sets, state):
+        """``slice_steps`` Adam ascent steps of ``G`` on the maxSKSD-g objective.
+
+        ``sets`` lists ``(X, S, h)``: particles, scores and per-dimension bandwidths;
+        with several sets the objective (and its gradient) is their mean.
+        """
         G, R = state["G"], state["R"]
-        h = self._bandwidths(X, state, "median")
         for _ in range(self.slice_steps):
-            values, grad, _ = sliced_value_and_grad(X, S, G, R, h, kernel=self.kernel,
-                                                    kernel_params=self.kernel_params)
+            total, grad = 0.0, None
+            for X, S, h in sets:
+                values, g, _ = sliced_value_and_grad(X, S, G, R, h, kernel=self.kernel,
+                                                     kernel_params=self.kernel_params)
+                total += float(values.sum())
+                grad = g if grad is None else grad + g
+            if len(sets) > 1:
+                total, grad = total / len(sets), grad / len(sets)
             G = _unit_rows(G + self.slice_learning_rate * state["adam"].step(
                 _tangent_unit_rows(grad, G)))
-            state["value"] = float(values.sum())
+            state["value"] = total
         state["G"] = G
 
     def _terms(self, X, S, state, it, rng):
@@ -905,6 +1003,10 @@ class SlicedSVGD(_ParticleSampler):
             self._update_directions(X, S, state)
             state["ref"] = X.copy()
             state["updates"] += 1
+        return self._field_terms(X, S, state)
+
+    def _field_terms(self, X, S, state):
+        """Driving and repulsive sums at the current directions and bandwidths."""
         G, R = state["G"], state["R"]
         rule = self.bandwidth if isinstance(self.bandwidth, str) else "median"
         h = self._bandwidths(X, state, rule) if X.shape[0] > 1 else np.ones(X.shape[1])
