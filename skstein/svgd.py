@@ -38,7 +38,7 @@ from ._validation import (
 from .discrepancy import sliced_value_and_grad, stein_sums
 from .directions import _Adam, _tangent_unit_rows, _unit_rows
 from ._flows_xp import sliced_svgd_terms_xp, svgd_terms_xp
-from ._xp import check_same_namespace, namespace_of, to_host
+from ._xp import check_same_namespace, is_device_array, namespace_of, to_host
 from ._xp_stein import xp_evaluate_score
 from .flows import (
     SVGDFlow,
@@ -127,6 +127,9 @@ def _check_particle_sets(Z):
 
     Finite, at least two particles per set and one feature; every error names ``Z``.
     """
+    if is_device_array(Z):
+        raise TypeError(f"Z is a {type(Z).__name__}: direction computes on NumPy arrays; "
+                        "pass a NumPy copy (e.g. z.detach().cpu().numpy()).")
     if np.iscomplexobj(Z):
         raise ValueError("Z must hold real numbers, got a complex array.")
     with named_errors("Z"):
@@ -851,6 +854,10 @@ class SlicedSVGD(_ParticleSampler):
         """
         self._check_params(target=score is None)
         Z = _check_particle_sets(Z)
+        warm = self._warm_state()
+        if warm is not None and warm[0].shape[1] != Z.shape[-1]:
+            raise ValueError(f"Z has {Z.shape[-1]} features but the directions_ of this "
+                             f"estimator are for {warm[0].shape[1]}.")
         S = self._field_scores(Z, score)
         sets, ssets = Z.reshape((-1,) + Z.shape[-2:]), S.reshape((-1,) + S.shape[-2:])
         state = self._direction_state(sets[0], ssets[0])
@@ -947,11 +954,7 @@ class SlicedSVGD(_ParticleSampler):
     def _direction_state(self, X, S):
         """The state :meth:`direction` starts from: the kept directions, or ones
         initialised from the particles ``X`` (scores ``S``) as :meth:`fit` does."""
-        d = X.shape[1]
         warm = self._warm_state()
-        if warm is not None and warm[0].shape != (d, d):
-            raise ValueError(f"Z has {d} features but the directions_ of this estimator "
-                             f"are for {warm[0].shape[1]}.")
         state = self._init_state(X, warm, as_generator(self.random_state), S)
         if warm is not None:
             state["updates"] = int(getattr(self, "n_direction_updates_", 0))
