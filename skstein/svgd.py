@@ -543,7 +543,8 @@ class SVGD(_ParticleSampler):
         score : callable or distribution, default=None
             The score ``grad log p`` at ``Z`` (a callable or an object with
             ``grad_logpdf``), for a target that changes from call to call (e.g. one
-            posterior per image); ``None`` uses ``target``. It is called once, on a
+            posterior per image); ``None`` uses ``target`` (which may be ``None``
+            when every call gives a score). It is called once, on a
             copy of the whole ``Z``, and must return a finite array of ``Z``'s shape
             (for a batch: ``(batch, n_particles, n_features)`` in and out).
 
