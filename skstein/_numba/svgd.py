@@ -46,6 +46,9 @@ SVGD_BLOCK = 32
 #: Up to this many pairs the median is a selection over all of them; beyond, a sample
 #: brackets it and only the pairs inside the bracket are selected from.
 MEDIAN_DIRECT_PAIRS = 2**16
+#: Pairs in the sample that brackets the median (beyond ``MEDIAN_DIRECT_PAIRS``).
+MEDIAN_SAMPLE = 2**13
+_GOLDEN = 0.6180339887498949
 
 
 @njit(cache=True)
@@ -101,14 +104,18 @@ def _bracket_counts(T, r0, r1, lo, hi):
 
 @njit(cache=True)
 def _bracket_fill(T, r0, r1, lo, hi, out, pos):
+    """Rows ``r0:r1``: the ``t_ij``, ``i < j``, with ``lo <= t <= hi`` into ``out[pos:]``.
+
+    Branch-free (every value is written, the position moves on for those inside), so
+    ``out`` needs one spare slot after them.
+    """
     n = T.shape[0]
     for i in range(r0, r1):
         row = T[i]
         for j in range(i + 1, n):
             t = row[j]
-            if t >= lo and t <= hi:
-                out[pos] = t
-                pos += 1
+            out[pos] = t
+            pos += (t >= lo) & (t <= hi)
 
 
 @njit(cache=True)
@@ -148,42 +155,73 @@ def _median_upper_direct(T):
 
 @njit(cache=True)
 def _median_bracket(T):
-    """A bracket ``(lo, hi)`` of the median of ``t_ij``, ``i < j``, from a grid sample."""
+    """A bracket ``(lo, hi)`` of the median of ``t_ij``, ``i < j``, from a sample of pairs.
+
+    Each particle ``i`` is paired with ``k`` others, ``i + s mod N`` for offsets ``s``
+    from a Weyl sequence (golden ratio) over ``1 .. (N - 1) / 2``: every particle lies
+    in the sample about equally often and the offsets are spread evenly, so the sample
+    median strays from the median of all pairs only by the sampling of pairs, whatever
+    the order or structure of the rows (a grid of particles, or fixed offsets, missed
+    the bracket often). The bracket is the order statistics ``2 sqrt(m)`` either side of
+    the sample median (``m = kN`` pairs); a miss is detected by the counts.
+    """
     n = T.shape[0]
-    step = max(1, n // 90)
-    cnt = 0
-    for i in range(0, n, step):
-        for j in range(i + step, n, step):
-            cnt += 1
+    half = (n - 1) // 2
+    k = max(1, MEDIAN_SAMPLE // n)
+    cnt = n * k
     sample = np.empty(cnt)
     c = 0
-    for i in range(0, n, step):
-        for j in range(i + step, n, step):
-            sample[c] = T[i, j]
+    for i in range(n):
+        for _ in range(k):
+            u = c * _GOLDEN
+            j = i + 1 + int((u - np.floor(u)) * half)
+            if j >= n:
+                j -= n
+            sample[c] = T[min(i, j), max(i, j)]
             c += 1
-    sample.sort()
     w = int(2.0 * np.sqrt(cnt)) + 2
     q = cnt // 2
-    return sample[max(0, q - w)], sample[min(cnt - 1, q + w)]
+    a = max(0, q - w)
+    b = min(cnt - 1, q + w)
+    part = np.partition(sample, b)
+    return np.partition(part[:b + 1], a)[a], part[b]
 
 
 @njit(cache=True)
-def _median_from_bracket(T, lo, hi, below, inside, bs):
-    """The median of ``t_ij``, ``i < j`` given the bracket counts per block; -1 if missed."""
-    n = T.shape[0]
-    m = n * (n - 1) // 2
-    nbelow = below.sum()
-    ka = (m - 1) // 2
-    kb = m // 2
-    if ka < nbelow or kb >= nbelow + inside.sum():
-        return -1.0
-    cand = np.empty(inside.sum())
+def _bracket_starts(below, inside, m):
+    """Where each block's candidates go (a spare slot after each) and the rank sought.
+
+    ``below`` and ``inside`` are the bracket counts per block of the ``m`` pairs. The
+    rank is that of the lower middle pair among the candidates, -1 if the median lies
+    outside the bracket.
+    """
+    start = np.empty(below.size, dtype=np.int64)
     pos = 0
     for b in range(below.size):
-        _bracket_fill(T, b * bs, min(n, (b + 1) * bs), lo, hi, cand, pos)
-        pos += inside[b]
-    a, c = _order_pair(cand, ka - nbelow)
-    med = a if ka == kb else 0.5 * a + 0.5 * c
+        start[b] = pos
+        pos += inside[b] + 1
+    nbelow = below.sum()
+    ka = (m - 1) // 2
+    if ka < nbelow or m // 2 >= nbelow + inside.sum():
+        return start, -1
+    return start, ka - nbelow
+
+
+@njit(cache=True)
+def _bracket_median(cand, start, inside, rank, even):
+    """The median from the candidates filled block by block; -1 if it is not positive.
+
+    The blocks' candidates are moved together (in block order), then the order
+    statistic ``rank`` (and ``rank + 1``, averaged with it, for an ``even`` count).
+    """
+    pos = 0
+    for b in range(start.size):
+        s = start[b]
+        for q in range(inside[b]):
+            cand[pos] = cand[s + q]
+            pos += 1
+    a, c = _order_pair(cand[:pos], rank)
+    med = 0.5 * a + 0.5 * c if even else a
     return med if med > 0.0 else -1.0
 
 
@@ -296,7 +334,12 @@ def svgd_field(code, beta, scale, h, X, S, Xc, nx, ones, T, drive, repulse):
             inside = np.zeros(nb, dtype=np.int64)
             for b in prange(nb):
                 below[b], inside[b] = _bracket_counts(T, b * bs, min(n, (b + 1) * bs), lo, hi)
-            med = _median_from_bracket(T, lo, hi, below, inside, bs)
+            start, rank = _bracket_starts(below, inside, n * (n - 1) // 2)
+            if rank >= 0:
+                cand = np.empty(start[-1] + inside[-1] + 1)
+                for b in prange(nb):
+                    _bracket_fill(T, b * bs, min(n, (b + 1) * bs), lo, hi, cand, start[b])
+                med = _bracket_median(cand, start, inside, rank, n * (n - 1) % 4 == 0)
         if med < 0.0:
             med = _median_upper_direct(T)
         h = _bandwidth(med, scale)
@@ -332,7 +375,12 @@ def svgd_field_serial(code, beta, scale, h, X, S, Xc, nx, ones, T, drive, repuls
             inside = np.zeros(nb, dtype=np.int64)
             for b in range(nb):
                 below[b], inside[b] = _bracket_counts(T, b * bs, min(n, (b + 1) * bs), lo, hi)
-            med = _median_from_bracket(T, lo, hi, below, inside, bs)
+            start, rank = _bracket_starts(below, inside, n * (n - 1) // 2)
+            if rank >= 0:
+                cand = np.empty(start[-1] + inside[-1] + 1)
+                for b in range(nb):
+                    _bracket_fill(T, b * bs, min(n, (b + 1) * bs), lo, hi, cand, start[b])
+                med = _bracket_median(cand, start, inside, rank, n * (n - 1) % 4 == 0)
         if med < 0.0:
             med = _median_upper_direct(T)
         h = _bandwidth(med, scale)
