@@ -120,7 +120,7 @@ def _bracket_fill(T, r0, r1, lo, hi, out, pos):
 
 @njit(cache=True)
 def _order_pair(values, ka):
-    """The order statistics ``ka`` and ``ka + 1`` (0-based) of ``values`` (modified)."""
+    """The order statistics ``ka`` and ``ka + 1`` (0-based) of ``values`` (kept as is)."""
     part = np.partition(values, ka)
     a = part[ka]
     b = a
@@ -142,7 +142,7 @@ def _median_upper_direct(T):
         for j in range(i + 1, n):
             buf[c] = T[i, j]
             c += 1
-    a, b = _order_pair(buf.copy(), (m - 1) // 2)
+    a, b = _order_pair(buf, (m - 1) // 2)  # np.partition works on a copy
     med = a if m % 2 == 1 else 0.5 * a + 0.5 * b
     if med <= 0.0:
         pos = buf[buf > 0.0]
