@@ -354,3 +354,30 @@ def test_svgd_checks_the_scores_at_every_iteration():
     with pytest.raises(ValueError, match="shape"):
         SVGD(lambda Y: -Y[:, :2] if calls.append(1) or len(calls) > 2 else -Y,
              n_iter=5).fit(X0)
+
+
+@pytest.mark.parametrize("layout", ["sorted", "clusters", "duplicated", "alternating"])
+def test_bracketed_median_is_the_median_of_all_pairs_on_structured_rows(layout):
+    from skstein._numba.svgd import svgd_field
+
+    rng = np.random.default_rng(5)
+    n, d = 500, 3
+    X = rng.standard_normal((n, d))
+    if layout == "sorted":
+        X = X[np.argsort(X[:, 0])]
+    elif layout == "clusters":
+        X[: n // 2] += 8.0
+    elif layout == "duplicated":
+        X[n // 2:] = X[: n // 2]
+    else:
+        X[::2] *= 10.0
+    S = -X
+    bufs = (np.empty_like(X), np.empty(n), np.ones(n), np.empty((n, n)),
+            np.empty_like(X), np.empty_like(X))
+    h, bad = svgd_field(0, -0.5, 1.0, 0.0, np.ascontiguousarray(X), S, *bufs)
+    t = ((X[:, None] - X[None]) ** 2).sum(-1)[np.triu_indices(n, 1)]
+    med = np.median(t)
+    if med == 0:
+        med = np.median(t[t > 0])
+    assert bad == 0
+    np.testing.assert_allclose(h, np.sqrt(med), rtol=1e-14)
