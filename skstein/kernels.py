@@ -455,9 +455,24 @@ def blind_kernels(X, kernels, max_points=1000):
     criterion are zero whatever the data. The closest pair among the first 100 rows
     settles the usual case cheaply (no kernel blind there, none blind at all);
     otherwise the check runs on at most ``max_points`` evenly spaced rows
-    (``O(max_points^2 d)``). Returns ``(blind, t)``: a boolean array, one entry per
-    kernel, and the squared distance of the closest pair checked (None when no two
-    rows differ).
+    (``O(max_points^2 d)``).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        The points the kernels compare.
+    kernels : sequence of RBF or IMQ
+        The kernels to check.
+    max_points : int, default=1000
+        Most rows of the full check (evenly spaced).
+
+    Returns
+    -------
+    blind : ndarray of bool of shape (n_kernels,)
+        Whether each kernel vanishes between every two distinct rows.
+    t : float or None
+        The squared distance of the closest pair checked (None when no two rows
+        differ).
     """
     X = np.asarray(X, dtype=np.float64)
     peak = np.array([float(k.profile(np.zeros(1))[0][0]) for k in kernels])

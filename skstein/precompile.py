@@ -101,7 +101,17 @@ def _is_cached(module, name):
 
 
 def cold_families(families=None):
-    """The families (of ``families``, default all) whose kernels are not in the cache."""
+    """The families whose kernels are not in numba's cache.
+
+    Parameters
+    ----------
+    families : iterable of str, default=None
+        Names from :data:`FAMILIES` to check; None for all.
+
+    Returns
+    -------
+    list of str
+    """
     names = list(FAMILIES) if families is None else list(families)
     return [f for f in names if not all(_is_cached(m, k) for m, k in _MARKERS.get(f, []))]
 
