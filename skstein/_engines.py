@@ -25,7 +25,6 @@ The discrete tests have their own estimator-level path (:mod:`skstein.gof._discr
 import numpy as np
 
 from ._estimator import is_fitted
-
 from ._validation import check_samples, evaluate_score
 from ._xp import is_device_array, namespace_of, to_host
 from ._xp_stein import xp_check_samples, xp_evaluate_score, xp_sums_and_forms
