@@ -21,7 +21,12 @@ Each row is printed and written to ``OUT/scaling.json`` (and ``OUT/scaling.csv``
 the machine's CPU name and core count, so one run on a many-core machine gives the
 whole table.
 
-Run: ``python benchmarks/bench_scaling.py OUT [--threads 1 2 4 8 16] [--quick]``
+With ``--profile``, each workload is also run once under :mod:`cProfile` at one thread
+and at the most threads, and ``OUT/profiles.txt`` lists, per workload, the functions
+with the most own time at each count side by side: a phase whose time does not shrink
+with the threads is what stops the workload from scaling.
+
+Run: ``python benchmarks/bench_scaling.py OUT [--threads 1 2 4 8 16] [--quick] [--profile]``
 """
 
 import argparse
@@ -127,6 +132,45 @@ def workloads(quick):
     return rows
 
 
+def own_times(fn):
+    """``{function: own seconds}`` of one call of ``fn`` under cProfile."""
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.enable()
+    fn()
+    prof.disable()
+    stats = pstats.Stats(prof).stats
+    out = {}
+    for (file, line, func), (_, _, tottime, _, _) in stats.items():
+        key = f"{os.path.basename(file)}:{line}({func})" if line else func
+        out[key] = out.get(key, 0.0) + tottime
+    return out
+
+
+def profile_table(name, fn, low, high, top=15):
+    """Lines comparing the own time of ``fn``'s functions at ``low`` and ``high`` threads."""
+    from threadpoolctl import threadpool_limits
+
+    from skstein._threads import numba_threads
+
+    times = {}
+    for t in (low, high):
+        with numba_threads(t), threadpool_limits(t):
+            times[t] = own_times(fn)
+    total = {t: sum(v.values()) for t, v in times.items()}
+    keys = sorted(times[low], key=lambda k: -times[low][k])[:top]
+    lines = [f"== {name}: {total[low] * 1e3:.1f} ms at {low} thread(s), "
+             f"{total[high] * 1e3:.1f} ms at {high} (x{total[low] / total[high]:.2f})",
+             f"{'own ms @' + str(low):>12s} {'own ms @' + str(high):>12s} {'speed-up':>8s}  function"]
+    for k in keys:
+        a, b = times[low][k], times[high].get(k, 0.0)
+        ratio = f"{a / b:8.2f}" if b > 0 else f"{'-':>8s}"
+        lines.append(f"{a * 1e3:12.2f} {b * 1e3:12.2f} {ratio}  {k}")
+    return lines
+
+
 def _trial_rate(n_jobs, n_trials):
     """Seconds for ``n_trials`` trials of a KSD test of about 30 ms on one core."""
     from skstein import KSDTest
@@ -150,6 +194,8 @@ def main():
     ap.add_argument("--trials", type=int, default=160)
     ap.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     ap.add_argument("--only", nargs="*", default=None, help="names of the rows to run")
+    ap.add_argument("--profile", action="store_true",
+                    help="also write OUT/profiles.txt: own time per function, 1 vs most threads")
     args = ap.parse_args()
     import numba
     from threadpoolctl import threadpool_limits
@@ -164,6 +210,7 @@ def main():
                "numpy": np.__version__, "numba": numba.__version__}
     print(f"{machine['cpu']}; {cores} cores; numba {numba.__version__}, numpy {np.__version__}")
     results = []
+    profiles = []
     for name, unit, setup in workloads(args.quick):
         if args.only and name not in args.only:
             continue
@@ -179,6 +226,10 @@ def main():
             results.append(row)
             shown = f"{rate:9.1f} {unit}" if rate is not None else f"{sec * 1e3:9.1f} ms"
             print(f"{name:18s} threads {t:3d}: {shown}   x{base / sec:5.2f}", flush=True)
+        if args.profile and len(threads) > 1 and not name.startswith("machine"):
+            profiles += profile_table(name, fn, threads[0], threads[-1]) + [""]
+            with open(os.path.join(args.out, "profiles.txt"), "w") as f:
+                f.write("\n".join(profiles))
     if not args.only or "trials" in args.only:
         one = _trial_rate(1, args.trials)
         for t in threads:
