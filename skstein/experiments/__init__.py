@@ -29,6 +29,8 @@ EXPERIMENTS = {
     "ica": "skstein.experiments.ica",
     "sghmc-stepsize": "skstein.experiments.sghmc_stepsize",
     "relative-lda": "skstein.experiments.relative_lda",
+    "vae-digits": "skstein.experiments.amortised_vae",
+    "vae-digits-imputation": ("skstein.experiments.amortised_vae", {"latent_dims": (32,)}),
 }
 
 
