@@ -208,6 +208,8 @@ CUBIC_TOL = 1e-8
 #: Starts of ``init="auto"``, per variant, in the order of ``candidates``.
 AUTO_STARTS = {"g": ("identity", "spectral", "spectral-top", "spectral-bottom", "cubic"),
                "rg": ("identity", "spectral", "cubic")}
+#: Every start ``init="auto"`` can take (``starts``), per variant.
+ALL_STARTS = {"g": AUTO_STARTS["g"] + ("ica",), "rg": AUTO_STARTS["rg"] + ("ica",)}
 
 
 def _standardised(X):
@@ -322,6 +324,111 @@ def _cubic_start(X, S, variant, m, rng, orthogonal_slices):
     return R.copy(), R
 
 
+#: Maximum iterations of the FastICA fixed point per direction of the ``"ica"`` start.
+ICA_ITERATIONS = 200
+#: Its iteration stops when the direction moved by less than this in 1 - |cos|.
+ICA_TOL = 1e-6
+#: Directions found by the ``"ica"`` start, among which the slices choose (at most the
+#: rank of the sample's covariance).
+ICA_DIRECTIONS = 20
+
+
+def _whitening_map(X):
+    """``(Xc, A)``: the centred sample and ``A`` (d x r) with ``Xc @ A`` white.
+
+    ``r`` counts the covariance's eigenvalues above ``1e-10`` of the largest (the
+    directions along which the sample varies at all).
+    """
+    Xc = X - X.mean(axis=0)
+    evals, evecs = np.linalg.eigh(Xc.T @ Xc / Xc.shape[0])
+    keep = evals > 1e-10 * max(evals[-1], np.finfo(np.float64).tiny)
+    return Xc, evecs[:, keep] / np.sqrt(evals[keep])
+
+
+def independent_directions(X, n_directions, rng):
+    r"""Directions of extreme non-Gaussianity: deflationary FastICA on the whitened sample.
+
+    The one-unit fixed point of Hyvärinen (1999) with the log-cosh contrast,
+    :math:`w \leftarrow E[z 	anh(w^	op z)] - E[1 - 	anh^2(w^	op z)]\, w`, on the
+    whitened points :math:`z = A^	op 	ilde x` (:math:`	ilde x` centred), each
+    direction from a random start, kept orthogonal to those found before and
+    normalised after every step (at most ``ICA_ITERATIONS`` steps, until it moves by
+    less than ``ICA_TOL``). Each unmixing vector is mapped back to the data's
+    coordinates (:math:`g \propto A w`, the direction whose projection of the data is
+    :math:`w^	op z`) and normalised. Cost: ``O(n d)`` per step and direction.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    n_directions : int
+        Directions to find (at most the rank of the sample's covariance).
+    rng : Generator
+        The random starts.
+
+    Returns
+    -------
+    ndarray of shape (k, d)
+        Unit directions, ``k = min(n_directions, rank)``.
+    """
+    Xc, A = _whitening_map(X)
+    Z = Xc @ A
+    n, r = Z.shape
+    found = np.empty((0, r))
+    for _ in range(min(n_directions, r)):
+        w = rng.standard_normal(r)
+        w -= found.T @ (found @ w)
+        w /= np.linalg.norm(w)
+        for _ in range(ICA_ITERATIONS):
+            t = np.tanh(Z @ w)
+            new = Z.T @ t / n - np.mean(1.0 - t * t) * w
+            new -= found.T @ (found @ new)
+            norm = np.linalg.norm(new)
+            if norm == 0:
+                break
+            new /= norm
+            done = 1.0 - abs(new @ w) < ICA_TOL
+            w = new
+            if done:
+                break
+        found = np.vstack([found, w])
+    return _unit_rows(found @ A.T)
+
+
+def _tanh_stein_moments(X, S, C):
+    r"""Stein moments :math:`E[s_a 	anh(u_j) + C_{ja} \operatorname{sech}^2(u_j) / \sigma_j]`.
+
+    ``u_j`` is the projection of the centred data on ``C_j`` divided by its standard
+    deviation ``sigma_j``; zero in expectation under the model for every slice ``a``
+    and direction ``j``. Returns the ``(d, r)`` matrix.
+    """
+    U = (X - X.mean(axis=0)) @ C.T
+    sd = U.std(axis=0)
+    sd = np.where(sd > 0, sd, 1.0)
+    T = np.tanh(U / sd)
+    return S.T @ T / X.shape[0] + C.T * (np.mean(1.0 - T * T, axis=0) / sd)[None, :]
+
+
+def _ica_start(X, S, variant, m, rng, orthogonal_slices):
+    """The ``"ica"`` start: independent directions where the Stein moments are largest.
+
+    maxSKSD-g: slice ``d`` takes the direction ``j`` with the largest
+    :math:`|M_{dj}|` (:func:`_tanh_stein_moments`); maxSKSD-rg: the ``m`` directions
+    with the largest :math:`|c_j^\top M_{:,j}|` (slice and direction alike).
+    """
+    d = X.shape[1]
+    C = independent_directions(X, max(ICA_DIRECTIONS, m) if variant == "rg" else ICA_DIRECTIONS,
+                               rng)
+    M = _tanh_stein_moments(X, S, C)
+    if variant == "g":
+        return np.ascontiguousarray(C[np.argmax(np.abs(M), axis=1)]), np.eye(d)
+    order = np.argsort(-np.abs(np.einsum("jd,dj->j", C, M)), kind="stable")
+    picked = C[order[:m]]
+    if len(picked) < m:  # a rank-deficient sample: fill with the axes
+        picked = np.vstack([picked, np.eye(d)[:m - len(picked)]])
+    R = _orthonormal_rows(picked) if orthogonal_slices else _unit_rows(picked)
+    return R.copy(), R
+
+
 def _spectral_shared_starts(X, S):
     """maxSKSD-g: every slice along one extreme eigenvector of M (one start per end)."""
     d = X.shape[1]
@@ -330,7 +437,7 @@ def _spectral_shared_starts(X, S):
             "spectral-bottom": (np.tile(evecs[:, 0], (d, 1)), np.eye(d))}
 
 
-def stein_starts(X, S, variant, m, rng, orthogonal_slices=True):
+def stein_starts(X, S, variant, m, rng, orthogonal_slices=True, starts=None):
     """The data-driven starts of ``init="auto"``: ``{name: (G0, R0)}`` (see module docstring).
 
     Parameters
@@ -341,19 +448,40 @@ def stein_starts(X, S, variant, m, rng, orthogonal_slices=True):
     m : int
         Number of (slice, direction) pairs.
     rng : Generator
-        Deflation starts of the cubic iteration.
+        Deflation starts of the cubic and independent-direction iterations.
     orthogonal_slices : bool
+    starts : sequence of str, default=None
+        Which starts, among ``ALL_STARTS[variant]``, in that order; ``None``:
+        ``AUTO_STARTS[variant]``.
     """
+    names = resolve_starts(starts, variant)
     d = X.shape[1]
     identity = np.eye(d)[:m].copy()
-    starts = {
-        "identity": (identity.copy(), identity if variant == "rg" else np.eye(d)),
-        "spectral": _spectral_start(X, S, variant, m, orthogonal_slices),
-    }
-    if variant == "g":
-        starts.update(_spectral_shared_starts(X, S))
-    starts["cubic"] = _cubic_start(X, S, variant, m, rng, orthogonal_slices)
-    return starts
+    out = {}
+    for name in names:
+        if name == "identity":
+            out[name] = (identity.copy(), identity if variant == "rg" else np.eye(d))
+        elif name == "spectral":
+            out[name] = _spectral_start(X, S, variant, m, orthogonal_slices)
+        elif name in ("spectral-top", "spectral-bottom"):
+            out[name] = _spectral_shared_starts(X, S)[name]
+        elif name == "cubic":
+            out[name] = _cubic_start(X, S, variant, m, rng, orthogonal_slices)
+        else:
+            out[name] = _ica_start(X, S, variant, m, rng, orthogonal_slices)
+    return out
+
+
+def resolve_starts(starts, variant):
+    """The names of the starts of ``init="auto"`` (``None``: ``AUTO_STARTS[variant]``)."""
+    if starts is None:
+        return AUTO_STARTS[variant]
+    names = (starts,) if isinstance(starts, str) else tuple(starts)
+    if not names or any(not isinstance(n, str) or n not in ALL_STARTS[variant] for n in names) \
+            or len(set(names)) < len(names):
+        raise ValueError(f"starts must be None or distinct names among "
+                         f"{list(ALL_STARTS[variant])} for variant={variant!r}, got {starts!r}.")
+    return names
 
 
 class _Adam:
@@ -570,7 +698,8 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
                       bandwidth="median", init="auto", optimizer="adam", learning_rate=0.01,
                       schedule="cosine", max_iter=20, tol=1e-3, patience=10, n_restarts=1,
                       bandwidth_every=10, validation_fraction=0.25, batch_size=None,
-                      orthogonal_slices=True, random_state=None):
+                      orthogonal_slices=True, starts=None, ascent_size=None,
+                      random_state=None):
     """Learn maxSKSD directions (and slices) on the training sample ``X``.
 
     Parameters
@@ -636,6 +765,14 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
         pair ascends on its own and several slices may turn to the same informative
         direction, as in the authors' experiments. Either way the test is valid when
         the directions are learned on data disjoint from the tested sample.
+    starts : sequence of str, default=None
+        With ``init="auto"``: which data-driven starts, among ``ALL_STARTS[variant]``
+        (``"identity"``, ``"spectral"``, ``"spectral-top"``, ``"spectral-bottom"``
+        (maxSKSD-g only), ``"cubic"``, ``"ica"``); ``None``: ``AUTO_STARTS[variant]``.
+    ascent_size : int, default=None
+        Points of ``X`` that the ascent and the selection among starts use (a random
+        subset; their cost grows as its square), while the data-driven starts, whose
+        cost grows linearly, use all of ``X``. ``None``: all of ``X``.
     random_state : None, int or Generator
         Random initialisations, the split, and the median heuristic's subsample.
 
@@ -677,9 +814,15 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
         batch_size = check_positive_int(batch_size, "batch_size", minimum=2)
     orthogonal_slices = check_bool(orthogonal_slices, "orthogonal_slices")
     auto = isinstance(init, str) and init == "auto"
+    start_names = resolve_starts(starts, variant) if auto else None
+    if ascent_size is not None:
+        ascent_size = check_positive_int(ascent_size, "ascent_size", minimum=2)
     rng = as_generator(random_state)
     S = evaluate_score(model, X)
     X_all, S_all = X, S
+    if ascent_size is not None and ascent_size < X.shape[0]:
+        keep = np.sort(rng.permutation(X.shape[0])[:ascent_size])
+        X, S = X[keep], S[keep]
     Xv = Sv = None
     n_val = int(round(validation_fraction * X.shape[0]))
     if n_val < 2 or X.shape[0] - n_val < 2:
@@ -706,8 +849,8 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
             # the Stein moments are estimates that improve with every point (a spike in
             # 50 dimensions stands out of 200 points, not of 150), so they use the whole
             # training sample; the ascent then refines on the fit part
-            starts = list(stein_starts(X_all, S_all, variant, m, rng,
-                                       orthogonal_slices).items())
+            starts = list(stein_starts(X_all, S_all, variant, m, rng, orthogonal_slices,
+                                       start_names).items())
         else:
             given = "given" if not isinstance(init, str) else init
             starts = [(given, _first_start(init, variant, m, d, rng, orthogonal_slices))]

@@ -3,6 +3,10 @@
 
 from dataclasses import replace
 
+import math
+import numbers
+from contextlib import contextmanager
+
 import numpy as np
 from sklearn.base import BaseEstimator
 
@@ -49,7 +53,132 @@ from ._base import (
 )
 from ._common import SampleTestMethods
 
-__all__ = ["MaxSKSDTest"]
+__all__ = ["MaxSKSDTest", "combine_pvalues"]
+
+#: The combinations of the folds' p-values of a cross-fitted test.
+COMBINATIONS = ("bonferroni", "mean", "harmonic")
+
+
+def combine_pvalues(pvalues, method="bonferroni"):
+    r"""One p-value from K p-values, valid whatever their dependence.
+
+    The merging functions of Vovk & Wang (2020), for p-values that are each valid
+    but may depend on each other in any way (the folds of a cross-fitted test):
+
+    * ``"bonferroni"``: :math:`K \min_k p_k`;
+    * ``"mean"``: :math:`2 \cdot rac1K \sum_k p_k`;
+    * ``"harmonic"``: :math:`c_K \cdot K / \sum_k p_k^{-1}` with :math:`c_K = e \log K`
+      for :math:`K \ge 3` and :math:`c_2 = 2` (for two p-values :math:`e \log 2 < 2`
+      does not bound the harmonic mean's error; twice it does, since it is at least
+      the minimum).
+
+    Each is capped at 1; one p-value is returned as it is.
+
+    Parameters
+    ----------
+    pvalues : array-like of shape (K,)
+        The p-values, in [0, 1].
+    method : {"bonferroni", "mean", "harmonic"}, default="bonferroni"
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    .. [1] V. Vovk, R. Wang. "Combining p-values via averaging", Biometrika 107(4), 2020.
+
+    Examples
+    --------
+    >>> from skstein.gof._maxsksd import combine_pvalues
+    >>> combine_pvalues([0.01, 0.5], "bonferroni"), combine_pvalues([0.01, 0.5], "mean")
+    (0.02, 0.51)
+    """
+    check_choice(method, "combine", COMBINATIONS)
+    p = np.asarray(pvalues, dtype=np.float64).ravel()
+    if p.size == 0 or not np.all((p >= 0) & (p <= 1)):
+        raise ValueError(f"pvalues must be a non-empty array of values in [0, 1], got {pvalues!r}.")
+    K = p.size
+    if K == 1:
+        return float(p[0])
+    if method == "bonferroni":
+        value = K * p.min()
+    elif method == "mean":
+        value = 2.0 * p.mean()
+    else:
+        factor = 2.0 if K == 2 else math.e * math.log(K)
+        value = np.inf if np.any(p == 0) else factor * K / np.sum(1.0 / p)
+        value = 0.0 if np.any(p == 0) else value
+    return float(min(1.0, value))
+
+
+def check_cv(cv):
+    """``cv`` as a number of folds (an int of at least 2)."""
+    if isinstance(cv, bool) or not isinstance(cv, numbers.Integral) or cv < 2:
+        raise ValueError(f"cv must be None or an int of at least 2 (the number of folds), "
+                         f"got {cv!r}.")
+    return int(cv)
+
+
+def crossfit_folds(n, n_folds, rng):
+    """``n_folds`` disjoint sorted index arrays covering ``range(n)`` at random, sizes within 1."""
+    perm = rng.permutation(n)
+    return [np.sort(part) for part in np.array_split(perm, n_folds)]
+
+
+def _n_train(train_size, n):
+    """``train_size`` (a fraction of ``n`` or a number) as a number of samples, at least 2."""
+    if isinstance(train_size, bool) or not isinstance(train_size, numbers.Real):
+        raise TypeError(f"train_size must be a float in (0, 1) or an int, got {train_size!r}.")
+    if isinstance(train_size, numbers.Integral):
+        return max(int(train_size), 2)
+    if not 0.0 < train_size < 1.0:
+        raise ValueError(f"train_size must be in (0, 1) as a fraction, got {train_size!r}.")
+    return max(int(round(train_size * n)), 2)
+
+
+@contextmanager
+def _on_fold(X_learn, n_folds):
+    """Say where a ValueError raised while learning on one side of a fold comes from."""
+    try:
+        yield
+    except ValueError as exc:
+        raise ValueError(f"learning on the other folds of cv={n_folds} "
+                         f"({X_learn.shape[0]} samples): {exc}") from exc
+
+
+def crossfit_result(results, combine, alpha):
+    """The :class:`GOFTestResult` of a cross-fitted test from the folds' own results.
+
+    ``pvalue`` is :func:`combine_pvalues` of the folds' p-values; ``statistic``,
+    ``threshold``, ``bandwidth`` and ``null_distribution`` are those of the most
+    significant fold (its own test, at the level it was run at: ``alpha / K`` for
+    Bonferroni, where ``reject`` is then ``statistic > threshold``); ``statistics``,
+    ``pvalues`` and ``bandwidths`` (one row per fold) hold every fold's.
+    """
+    K = len(results)
+    pvalues = np.array([r.pvalue for r in results])
+    pvalue = combine_pvalues(pvalues, combine)
+    k = int(np.argmin(pvalues))
+    best = results[k]
+    bonferroni = combine == "bonferroni"
+    return GOFTestResult(
+        statistic=best.statistic, pvalue=pvalue,
+        threshold=best.threshold,
+        reject=bool(pvalue <= alpha), alpha=float(alpha),
+        method=f"{best.method[:-1]}; {K}-fold cross-fitting, {combine} of the p-values)",
+        n_samples=int(sum(r.n_samples for r in results)),
+        bootstrap=best.bootstrap, n_bootstrap=best.n_bootstrap, bandwidth=best.bandwidth,
+        null_distribution=best.null_distribution,
+        bandwidths=np.stack([np.atleast_1d(r.bandwidth) for r in results]),
+        statistics=np.array([r.statistic for r in results]),
+        pvalues=pvalues,
+        rejected=pvalues * K <= alpha if bonferroni else None,
+        pvalue_threshold=alpha / K if bonferroni else None,
+        labels=tuple(f"fold {j}" + (f": {r.labels[int(np.argmin(r.pvalues))]}"
+                                    if r.labels is not None else "")
+                     for j, r in enumerate(results)),
+    )
 
 
 class _WhitenedScore:
@@ -248,10 +377,11 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
 
     def __init__(self, model, *, variant="g", n_slices=None, kernel="rbf", bandwidth="median",
                  test_bandwidth=None, n_bandwidths=10, kernel_params=None, init="auto",
-                 optimizer="adam",
+                 starts=None, optimizer="adam",
                  learning_rate=0.01, schedule="cosine", max_iter=20, tol=1e-3, patience=10,
                  n_restarts=1, bandwidth_every=10, validation_fraction=0.25, batch_size=None,
-                 orthogonal_slices=True, train_size=0.2, statistic="u",
+                 orthogonal_slices=True, train_size=0.2, cv=None, combine="bonferroni",
+                 statistic="u",
                  bootstrap="multinomial", n_bootstrap=1000, alpha=0.05, random_state=None,
                  max_memory=DEFAULT_MAX_MEMORY, whiten=False):
         self.model = model
@@ -263,6 +393,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         self.n_bandwidths = n_bandwidths
         self.kernel_params = kernel_params
         self.init = init
+        self.starts = starts
         self.optimizer = optimizer
         self.learning_rate = learning_rate
         self.schedule = schedule
@@ -275,6 +406,8 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         self.batch_size = batch_size
         self.orthogonal_slices = orthogonal_slices
         self.train_size = train_size
+        self.cv = cv
+        self.combine = combine
         self.statistic = statistic
         self.bootstrap = bootstrap
         self.n_bootstrap = n_bootstrap
@@ -283,7 +416,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         self.max_memory = max_memory
         self.whiten = whiten
 
-    def _search(self, X, rng):
+    def _search(self, X, rng, ascent_size=None):
         """The direction search in each geometry of ``whiten``, and the whitening.
 
         Returns ``(result, whitening)``: whitened candidates are mapped back to the
@@ -296,10 +429,10 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         results = []
         for geometry in geometries:
             if geometry == "euclidean":
-                results.append(self._search_in(X, self.model, rng))
+                results.append(self._search_in(X, self.model, rng, ascent_size))
                 continue
             A, B = white
-            res = self._search_in(X @ A, _WhitenedScore(self.model, B), rng)
+            res = self._search_in(X @ A, _WhitenedScore(self.model, B), rng, ascent_size)
             G, R, h = _from_whitened(res.directions, res.slices, res.bandwidth, A, B)
             candidates = tuple((f"{name}, whitened",) + _from_whitened(Gc, Rc, hc, A, B)
                                for name, Gc, Rc, hc in res.candidates)
@@ -311,10 +444,11 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
                           candidates=sum((r.candidates for r in results), ()))
         return res, white
 
-    def _search_in(self, X, model, rng):
+    def _search_in(self, X, model, rng, ascent_size=None):
         return search_directions(
             X, model, variant=self.variant, n_slices=self.n_slices, kernel=self.kernel,
             kernel_params=self.kernel_params, bandwidth=self.bandwidth, init=self.init,
+            starts=self.starts, ascent_size=ascent_size,
             optimizer=self.optimizer, learning_rate=self.learning_rate,
             schedule=self.schedule, max_iter=self.max_iter, tol=self.tol,
             patience=self.patience, n_restarts=self.n_restarts,
@@ -448,6 +582,11 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             Xtr, X = self._split(X, split_rng)
             with on_training_part(Xtr, self.train_size):
                 candidates = self._search(Xtr, search_rng)[0].candidates
+        S, specs = self._specs(X, candidates, rng)
+        return X, S, specs
+
+    def _specs(self, X, candidates, rng):
+        """The tested sample's scores and ``(label, G, R, rows)`` of every candidate set."""
         tb = self.test_bandwidth
         collection = is_collection(tb) or (tb is not None and not isinstance(tb, str)
                                            and np.ndim(tb) == 2)
@@ -464,21 +603,66 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             else:
                 rows = np.asarray(h)[None, :]
             specs.append((name, G, R, rows))
-        S = evaluate_score(self.model, X, "model")
-        return X, S, specs
+        return evaluate_score(self.model, X, "model"), specs
+
+    def _cross_fitted(self):
+        """Whether :meth:`test` cross-fits: ``cv`` given and the test not fitted."""
+        return self.cv is not None and not is_fitted(self)
+
+    def _prepare_folds(self, X, rng):
+        """``[(X_k, S_k, specs_k)]``: each fold tested with directions learned on the others."""
+        K = check_cv(self.cv)
+        X = check_samples(X, min_samples=2 * K)
+        split_rng, *fold_rngs = rng.spawn(K + 1)
+        folds = crossfit_folds(X.shape[0], K, split_rng)
+        ascent_size = _n_train(self.train_size, X.shape[0])
+        out = []
+        for test_idx, fold_rng in zip(folds, fold_rngs):
+            search_rng, spec_rng = fold_rng.spawn(2)
+            learn = np.ones(X.shape[0], dtype=bool)
+            learn[test_idx] = False
+            Xtr, Xte = X[learn], X[test_idx]
+            with _on_fold(Xtr, K):
+                candidates = self._search(Xtr, search_rng, ascent_size)[0].candidates
+            S, specs = self._specs(Xte, candidates, spec_rng)
+            out.append((Xte, S, specs))
+        return out
 
     def _all_sums(self, X):
         """SlicedSteinSums of every statistic, and whether the test aggregates."""
-        X, S, specs = self._prepare(X, as_generator(self.random_state).spawn(2)[0])
-        sums = [sliced_stein_sums(X, S, G, R, hk, kernel=self.kernel,
+        rng = as_generator(self.random_state).spawn(2)[0]
+        if self._cross_fitted():
+            self._check_common_params()
+            parts = self._prepare_folds(X, rng)
+        else:
+            parts = [self._prepare(X, rng)]
+        sums = [sliced_stein_sums(Xp, S, G, R, hk, kernel=self.kernel,
                                   kernel_params=self.kernel_params, max_memory=self.max_memory)
-                for _, G, R, rows in specs for hk in rows]
+                for Xp, S, specs in parts for _, G, R, rows in specs for hk in rows]
         return sums, len(sums) > 1
 
     def _test(self, X):
         rng = as_generator(self.random_state)
         prep_rng, boot_rng = rng.spawn(2)
+        if self._cross_fitted():
+            return self._crossfit_test(X, prep_rng, boot_rng)
         X, S, specs = self._prepare(X, prep_rng)
+        return self._bootstrap_test(X, S, specs, boot_rng)
+
+    def _crossfit_test(self, X, prep_rng, boot_rng):
+        """The cross-fitted test: one test per fold, their p-values combined."""
+        self._check_common_params()
+        combine = check_choice(self.combine, "combine", COMBINATIONS)
+        parts = self._prepare_folds(X, prep_rng)
+        # Bonferroni: each fold tested at alpha / K, so that its threshold is the combination's
+        level = self.alpha / len(parts) if combine == "bonferroni" else self.alpha
+        results = [self._bootstrap_test(Xk, Sk, specs, rng, level)
+                   for (Xk, Sk, specs), rng in zip(parts, boot_rng.spawn(len(parts)))]
+        return crossfit_result(results, combine, self.alpha)
+
+    def _bootstrap_test(self, X, S, specs, boot_rng, alpha=None):
+        """The bootstrap test of the statistics ``specs`` on ``X`` (aggregated if several)."""
+        alpha = self.alpha if alpha is None else alpha
         n = X.shape[0]
         V = bootstrap_weights(self.bootstrap, n, self.n_bootstrap, boot_rng, self.statistic)
         sums, nulls, rows_all, labels = [], [], [], []
@@ -498,14 +682,14 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         stats = np.array([s.statistic(self.statistic) for s in sums])
         method = (f"maxSKSD-{self.variant} ({self.kernel}, {self.statistic}-statistic, "
                   f"{self.bootstrap} bootstrap")
-        common = dict(alpha=float(self.alpha), n_samples=n, bootstrap=self.bootstrap,
+        common = dict(alpha=float(alpha), n_samples=n, bootstrap=self.bootstrap,
                       n_bootstrap=int(self.n_bootstrap))
         if len(stats) == 1:
             pvalue = bootstrap_pvalue(stats[0], null[:, 0])
             return GOFTestResult(
                 statistic=float(stats[0]), pvalue=float(pvalue),
-                threshold=bootstrap_threshold(null[:, 0], self.alpha),
-                reject=bool(pvalue <= self.alpha), method=method + ")",
+                threshold=bootstrap_threshold(null[:, 0], alpha),
+                reject=bool(pvalue <= alpha), method=method + ")",
                 bandwidth=rows_all[0], null_distribution=null[:, 0], **common)
         what = []
         if len(specs) > 1:

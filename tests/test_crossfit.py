@@ -1,0 +1,165 @@
+"""Cross-fitted maxSKSD tests: the p-value combinations, the folds and their calibration."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import ortho_group
+
+from skstein import MaxSKSDTest
+from skstein.directions import ALL_STARTS, independent_directions, search_directions
+from skstein.distributions import Gaussian
+from skstein.gof._maxsksd import combine_pvalues, crossfit_folds
+
+
+def test_combinations_closed_forms():
+    p = [0.01, 0.04, 0.5]
+    assert combine_pvalues(p, "bonferroni") == pytest.approx(0.03)
+    assert combine_pvalues(p, "mean") == pytest.approx(2 * np.mean(p))
+    harmonic = math.e * math.log(3) * 3 / sum(1 / q for q in p)
+    assert combine_pvalues(p, "harmonic") == pytest.approx(harmonic)
+    # two p-values: the harmonic mean's factor is 2 (e log 2 < 2 would not be valid)
+    assert combine_pvalues([0.02, 0.02], "harmonic") == pytest.approx(0.04)
+    assert combine_pvalues([0.9, 0.8], "mean") == 1.0  # capped
+    assert combine_pvalues([0.3], "bonferroni") == 0.3
+    assert combine_pvalues([0.0, 0.5], "harmonic") == 0.0
+
+
+@pytest.mark.parametrize("bad", [[], [1.5], [-0.1, 0.2], [np.nan]])
+def test_combination_rejects_bad_pvalues(bad):
+    with pytest.raises(ValueError, match="pvalues"):
+        combine_pvalues(bad)
+
+
+def test_combination_rejects_unknown_method():
+    with pytest.raises(ValueError, match="combine"):
+        combine_pvalues([0.1, 0.2], "fisher")
+
+
+@pytest.mark.parametrize("method", ["bonferroni", "mean", "harmonic"])
+def test_combinations_valid_under_dependence(method):
+    # identical and anti-dependent uniform p-values: the combined rejection rate stays below
+    # alpha (3 binomial sd over 4000 draws) under the two extreme dependences
+    rng = np.random.default_rng(0)
+    u = rng.uniform(size=4000)
+    for K in (2, 3, 5):
+        same = np.column_stack([u] * K)
+        shifted = (u[:, None] + np.arange(K)[None, :] / K) % 1.0  # each column uniform
+        for P in (same, shifted):
+            rate = np.mean([combine_pvalues(row, method) <= 0.05 for row in P])
+            assert rate <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / len(u))
+
+
+def test_folds_partition_the_sample():
+    folds = crossfit_folds(103, 5, np.random.default_rng(0))
+    assert sorted(len(f) for f in folds) == [20, 20, 21, 21, 21]
+    np.testing.assert_array_equal(np.sort(np.concatenate(folds)), np.arange(103))
+    assert all(np.all(np.diff(f) > 0) for f in folds)
+
+
+def _rotated_laplace(n, d, seed):
+    rng = np.random.default_rng(seed)
+    W = ortho_group.rvs(d, random_state=rng)
+    return rng.laplace(scale=2**-0.5, size=(n, d)) @ W.T, W
+
+
+def test_crossfit_result_fields():
+    X = np.random.default_rng(0).standard_normal((240, 4))
+    test = MaxSKSDTest(Gaussian(np.zeros(4)), cv=3, n_bootstrap=200, random_state=0)
+    res = test.test(X)
+    assert res.pvalues.shape == (3,) and res.statistics.shape == (3,)
+    assert res.bandwidths.shape == (3, 4)
+    assert len(res.labels) == 3 and res.labels[0].startswith("fold 0: ")
+    assert res.n_samples == 240  # every point is tested once
+    assert "3-fold cross-fitting, bonferroni" in res.method
+    assert res.pvalue == pytest.approx(min(1.0, 3 * res.pvalues.min()))
+    assert res.reject == (res.pvalue <= 0.05)
+    assert not hasattr(test, "directions_")
+    again = test.test(X)
+    assert again == res  # same seed, same result
+    # the combination leaves the folds, their directions and their p-values unchanged
+    for method in ("mean", "harmonic"):
+        other = test.set_params(combine=method).test(X)
+        np.testing.assert_array_equal(other.pvalues, res.pvalues)
+        assert other.pvalue == pytest.approx(combine_pvalues(res.pvalues, method))
+    stats = test.discrepancy(X)
+    assert stats.ndim == 1 and np.isfinite(test.score(X))
+
+
+def test_fitted_test_ignores_cv():
+    X = np.random.default_rng(1).standard_normal((200, 3))
+    a = MaxSKSDTest(Gaussian(np.zeros(3)), n_bootstrap=100, random_state=0).fit(X[:50])
+    b = MaxSKSDTest(Gaussian(np.zeros(3)), cv=4, n_bootstrap=100, random_state=0).fit(X[:50])
+    assert a.test(X[50:]) == b.test(X[50:])
+
+
+@pytest.mark.parametrize("cv", [1, 0, 2.5, True, "3"])
+def test_bad_cv(cv):
+    X = np.random.default_rng(0).standard_normal((50, 2))
+    with pytest.raises(ValueError, match="cv must be"):
+        MaxSKSDTest(Gaussian(np.zeros(2)), cv=cv).test(X)
+
+
+def test_bad_combine_and_too_few_samples():
+    X = np.random.default_rng(0).standard_normal((50, 2))
+    with pytest.raises(ValueError, match="combine"):
+        MaxSKSDTest(Gaussian(np.zeros(2)), cv=2, combine="min").test(X)
+    with pytest.raises(ValueError):
+        MaxSKSDTest(Gaussian(np.zeros(2)), cv=10).test(X[:15])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("combine", ["bonferroni", "mean", "harmonic"])
+def test_crossfit_calibration(combine):
+    # 60 null trials: rate <= alpha + 3 sd (the combinations are conservative by design)
+    d, n, R = 4, 150, 60
+    rates = []
+    for seed in range(R):
+        X = np.random.default_rng(100 + seed).standard_normal((n, d))
+        test = MaxSKSDTest(Gaussian(np.zeros(d)), cv=3, combine=combine, n_bootstrap=100,
+                           max_iter=5, random_state=seed)
+        rates.append(test.test(X).reject)
+    assert np.mean(rates) <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / R)
+
+
+def test_crossfit_power_on_rotated_laplace():
+    # heavy tails along random directions at D = 10: the cross-fitted test with the
+    # independent-direction start rejects in every one of 5 trials
+    d = 10
+    for seed in range(5):
+        X, _ = _rotated_laplace(600, d, seed)
+        test = MaxSKSDTest(Gaussian(np.zeros(d)), variant="rg", cv=3,
+                           starts=("identity", "ica"), n_bootstrap=200, random_state=seed)
+        assert test.test(X).reject
+
+
+def test_independent_directions_recover_laplace_axes():
+    X, W = _rotated_laplace(3000, 6, 0)
+    C = independent_directions(X, 6, np.random.default_rng(0))
+    assert C.shape == (6, 6)
+    np.testing.assert_allclose(np.linalg.norm(C, axis=1), 1.0)
+    assert np.abs(C @ W).max(axis=1).min() > 0.97  # each found direction is a column of W
+
+
+def test_independent_directions_rank_deficient():
+    rng = np.random.default_rng(0)
+    X = rng.laplace(size=(500, 2)) @ rng.standard_normal((2, 5))  # rank 2 in 5-D
+    C = independent_directions(X, 4, rng)
+    assert C.shape == (2, 5) and np.all(np.isfinite(C))
+
+
+@pytest.mark.parametrize("variant", ["g", "rg"])
+def test_starts_and_ascent_size(variant):
+    X, _ = _rotated_laplace(400, 6, 1)
+    model = Gaussian(np.zeros(6))
+    res = search_directions(X, model, variant=variant, n_slices=None if variant == "g" else 3,
+                            starts=("ica", "identity"), ascent_size=100, random_state=0)
+    assert [c[0] for c in res.candidates] == ["ica", "identity"]
+    for _, G, R, h in res.candidates:
+        np.testing.assert_allclose(np.linalg.norm(G, axis=1), 1.0)
+        assert np.all(h > 0)
+    assert "ica" in ALL_STARTS[variant]
+    with pytest.raises(ValueError, match="starts"):
+        search_directions(X, model, variant=variant, starts=("ica", "ica"))
+    with pytest.raises(ValueError, match="starts"):
+        search_directions(X, model, variant=variant, starts=("nope",))
