@@ -66,7 +66,7 @@ def test_bernoulli_loglik_value_and_gradient():
 
 
 def _small_model(method, rng, latent=3):
-    return av.Model(method, latent, rng)
+    return av.Model(method, latent, rng, hidden=(7, 5))
 
 
 def test_decoder_pass_gradients():
@@ -272,3 +272,11 @@ def test_bad_input(kw, err, match):
     if "latent_dims" not in kw and "quick" not in kw:
         with pytest.raises(err, match=match):
             av.run_imputation(**kw)
+
+
+def test_run_imputation_rows():
+    rows = av.run_imputation(quick=True, n_seeds=1, methods=("vae",), verbose=0)
+    assert len(rows) == 1
+    r = rows[0]
+    assert set(r) == {"method", "seed", "label_entropy", "accuracy", "test_loglik", "seconds"}
+    assert 0 <= r["label_entropy"] <= np.log(4) and 0 <= r["accuracy"] <= 1

@@ -69,6 +69,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .._random import spawn_seeds
+from .._threads import blas_threads
 from .._validation import check_bool, check_positive_int
 from ..svgd import SVGD, SlicedSVGD
 from ._mlp import Adam, bernoulli_loglik, init_mlp, mlp_backward, mlp_forward, sigmoid
@@ -90,10 +91,12 @@ DATA_SEED = 20140101
 STEP_SIZE = 0.1
 LEARNING_RATE = 1e-3
 SD_FLOOR = 1e-3
-FULL = dict(latent_dims=LATENT_DIMS, n_seeds=5, n_epochs=30, batch_size=100, n_samples=50,
-            n_fit=100, n_importance=1000, n_test=N_TEST, n_chains=20, n_gibbs=50)
-QUICK = dict(latent_dims=(8, IMPUTATION_DIM), n_seeds=2, n_epochs=1, batch_size=100,
-             n_samples=10, n_fit=20, n_importance=50, n_test=60, n_chains=4, n_gibbs=5)
+FULL = dict(latent_dims=LATENT_DIMS, n_seeds=5, n_epochs=30, n_train=None, batch_size=100,
+            n_samples=50, n_fit=100, n_importance=1000, n_test=N_TEST, n_chains=20,
+            n_gibbs=50)
+QUICK = dict(latent_dims=(8, IMPUTATION_DIM), n_seeds=2, n_epochs=2, n_train=400,
+             batch_size=50, n_samples=10, n_fit=20, n_importance=50, n_test=60, n_chains=4,
+             n_gibbs=5)
 
 
 # --------------------------------------------------------------------------- data
@@ -117,14 +120,15 @@ def load_data():
 class Model:
     """Encoder and decoder of one method; ``sample(X, n, rng)`` -> (batch, n, D)."""
 
-    def __init__(self, method, latent_dim, rng):
+    def __init__(self, method, latent_dim, rng, hidden=HIDDEN):
         self.method = method
         self.latent_dim = D = latent_dim
+        hidden = tuple(hidden)
         if method == "vae":
-            self.encoder = init_mlp((N_PIXELS,) + HIDDEN + (2 * D,), rng)
+            self.encoder = init_mlp((N_PIXELS,) + hidden + (2 * D,), rng)
         else:
-            self.encoder = init_mlp((N_PIXELS + D,) + HIDDEN + (D,), rng)
-        self.decoder = init_mlp((D,) + HIDDEN + (N_PIXELS,), rng)
+            self.encoder = init_mlp((N_PIXELS + D,) + hidden + (D,), rng)
+        self.decoder = init_mlp((D,) + hidden + (N_PIXELS,), rng)
 
     def sample(self, X, n, rng):
         """``n`` encoder samples per row of ``X``."""
@@ -324,12 +328,19 @@ def run_trial(_setting_seed, method, latent_dim, seed_index, seed, cfg):
     The first argument (the seed :func:`run_settings` spawns per setting) is not used:
     ``seed`` is shared by all methods and dimensions of seed index ``seed_index``.
     """
+    # one BLAS thread: the matrices are small and BLAS threads that wait for each other
+    # on a busy machine made a step up to 10 times slower (measured)
+    with blas_threads(1):
+        return _trial(method, latent_dim, seed_index, seed, cfg)
+
+
+def _trial(method, latent_dim, seed_index, seed, cfg):
     train_seed, eval_seed, impute_seed = np.random.SeedSequence(seed).spawn(3)
     data = load_data()
     t0 = time.perf_counter()
-    model = train(method, latent_dim, data["train"], n_epochs=cfg["n_epochs"],
-                  batch_size=cfg["batch_size"], n_samples=cfg["n_samples"],
-                  random_state=train_seed)
+    model = train(method, latent_dim, data["train"][:cfg.get("n_train")],
+                  n_epochs=cfg["n_epochs"], batch_size=cfg["batch_size"],
+                  n_samples=cfg["n_samples"], random_state=train_seed)
     seconds = time.perf_counter() - t0
     test = data["test"][:cfg["n_test"]]
     ll, sd = test_loglik(model, test, n_importance=cfg["n_importance"], n_fit=cfg["n_fit"],
@@ -385,8 +396,9 @@ def run(quick=False, latent_dims=None, n_seeds=None, random_state=0, n_jobs=None
     Parameters
     ----------
     quick : bool, default=False
-        The CI-sized run (``QUICK``: two dimensions, two seeds, one epoch, 10 latent
-        samples, fewer test images and importance samples).
+        The CI-sized run (``QUICK``: two dimensions, two seeds, two epochs on 400
+        training images in batches of 50, 10 latent samples, 60 test images, fewer
+        importance samples and imputation chains).
     latent_dims : int or sequence of int, default=None
         ``None``: (8, 16, 32, 64) (quick: (8, 32)). Rows at 32 include the imputation.
     n_seeds : int, default=None
