@@ -17,7 +17,8 @@ from .product import Laplace, StudentT
 from .rbm import GaussBernRBM
 from .discrete import BinaryRBM, Categorical, DiscreteDistribution
 from .lda import LDA
+from .bnn import BNNPosterior
 
 __all__ = ["Distribution", "Gaussian", "gaussian_diffusion", "Laplace", "StudentT", "GaussBernRBM",
            "PPCA", "GaussianMixture", "AffineTransformed", "from_estimator", "ICA",
-           "Categorical", "BinaryRBM", "LDA", "DiscreteDistribution"]
+           "Categorical", "BinaryRBM", "LDA", "DiscreteDistribution", "BNNPosterior"]
