@@ -12,6 +12,7 @@ from .features import fssd, rfsd  # noqa: E402
 from .directions import search_directions  # noqa: E402
 from .kernels import IMQ, RBF, median_bandwidth  # noqa: E402
 from .svgd import SVGD, SlicedSVGD  # noqa: E402
+from .bnn import BNNRegressor  # noqa: E402
 from .relative import RelativeKSDTest, RelativeMMDTest, relative_ksd  # noqa: E402
 from .ranking import SampleRanking, rank_samples  # noqa: E402
 from . import learning  # noqa: E402
@@ -19,6 +20,7 @@ from . import samplers  # noqa: E402
 from . import experiments  # noqa: E402
 
 __all__ = [
+    "BNNRegressor",
     "SVGD",
     "SlicedSVGD",
     "__version__",
