@@ -30,6 +30,7 @@ EXPERIMENTS = {
     "sghmc-stepsize": "skstein.experiments.sghmc_stepsize",
     "relative-lda": "skstein.experiments.relative_lda",
     "vae-digits": "skstein.experiments.amortised_vae",
+    "bnn-uci": "skstein.experiments.bnn_uci",
     "vae-digits-imputation": ("skstein.experiments.amortised_vae", {"latent_dims": (32,)}),
 }
 
