@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._numba.bootstrap import centred_counts
+from ._numba.bootstrap import centred_counts, signed_scale
 from ._validation import caller_stacklevel
 
 __all__ = ["bootstrap_weights", "bootstrap_null", "bootstrap_forms", "bootstrap_pvalue",
@@ -69,12 +69,11 @@ def bootstrap_weights(method, n, n_draws, rng, statistic="u"):
         idx = rng.integers(0, n, size=(n_draws, n), dtype=np.int32)
         return centred_counts(idx, np.empty((n_draws, n)))
     if method == "rademacher":
-        E = rng.integers(0, 2, size=(n_draws, n)).astype(np.float64)
-        E *= 2.0
-        E -= 1.0
+        # int32 draws are the same stream as the default int64 ones, at half the memory;
+        # one parallel pass turns them into the weights
+        bits = rng.integers(0, 2, size=(n_draws, n), dtype=np.int32)
         scale = 1.0 / np.sqrt(n * (n - 1.0)) if statistic == "u" else 1.0 / n
-        E *= scale
-        return E
+        return signed_scale(bits, scale, np.empty((n_draws, n)))
     raise ValueError(f"bootstrap must be one of {list(BOOTSTRAPS)}, got {method!r}.")
 
 

@@ -18,20 +18,22 @@ The median bandwidth is the square root of the median of :math:`t_{ij}`, ``i < j
 (mean of the two middle values for an even count, median of the positive ones when
 that is zero), by a sort on the device, times the rule's factor. Sliced SVGD is ``D``
 one-dimensional kernels over the projections :math:`u = X G^\top`, in blocks of slices
-whose ``N x N x b`` differences stay within :data:`SLICE_BLOCK_BYTES`.
+whose ``N x N x b`` differences stay within :data:`SLICE_BLOCK_BYTES` (on a device,
+:data:`SLICE_DEVICE_BYTES`).
 """
-
-import math
 
 import numpy as np
 
-from ._xp import to_host
+from ._xp import is_device_array, to_host
 
 __all__ = ["svgd_terms_xp", "sliced_svgd_terms_xp", "median_squared_distance_xp",
-           "SLICE_BLOCK_BYTES"]
+           "SLICE_BLOCK_BYTES", "SLICE_DEVICE_BYTES"]
 
 #: Memory budget of one block of slices of the sliced field (``N x N x b`` float64).
 SLICE_BLOCK_BYTES = 64 * 2**20
+#: The same on a device (CuPy, PyTorch, ...): a GPU runs a few large passes far faster
+#: than many small ones (at N = 1000 the host's budget cuts D = 100 slices into 50 blocks).
+SLICE_DEVICE_BYTES = 2 * 2**30
 RBF, IMQ = 0, 1
 
 
@@ -44,34 +46,34 @@ def _device(a):
 def median_squared_distance_xp(xp, T):
     """Median of ``T[i, j]``, ``i < j`` (of the positive ones if that is 0; 1 if none).
 
-    ``T`` is an ``(N, N)`` array of squared distances; the value is a Python float.
+    ``T`` is an ``(N, N)`` array of squared distances with a zero diagonal; the value
+    is a 0-d array of its namespace, computed without a transfer to the host. Sorted,
+    the off-diagonal entries are each pair's value twice, after the ``N`` diagonal
+    zeros, so the two middle entries of that doubled list (or of its positive part)
+    are the middle values of the pairs themselves.
     """
     n = T.shape[0]
+    dev = _device(T)
+    one = xp.asarray(1.0, dtype=T.dtype, device=dev)
     if n < 2:
-        return 1.0
-    i, j = np.triu_indices(n, 1)
-    flat = xp.reshape(T, (n * n,))
-    values = xp.sort(xp.take(flat, xp.asarray(i * n + j, device=_device(T))))
-    m = values.shape[0]
-    nzero = int(xp.sum(xp.astype(values <= 0.0, xp.int64)))
-
-    def middle(start):
-        count = m - start
-        if count <= 0:
-            return 1.0
-        k = start + (count - 1) // 2
-        a = float(values[k])
-        return a if count % 2 == 1 else 0.5 * a + 0.5 * float(values[k + 1])
-
-    med = middle(0)
-    return med if med > 0.0 else middle(nzero)
+        return one
+    d = xp.sort(xp.reshape(T, (n * n,)))[n:]
+    m2 = n * (n - 1)
+    med = 0.5 * d[m2 // 2 - 1] + 0.5 * d[m2 // 2]
+    nz = xp.sum(xp.astype(d <= 0.0, xp.int64))
+    count = m2 - nz
+    lo = xp.clip(nz + (count - 1) // 2, 0, m2 - 1)
+    hi = xp.clip(nz + count // 2, 0, m2 - 1)
+    pos = 0.5 * xp.take(d, xp.reshape(lo, (1,)))[0] + 0.5 * xp.take(d, xp.reshape(hi, (1,)))[0]
+    pos = xp.where(count > 0, pos, one)
+    return xp.where(med > 0.0, med, pos)
 
 
 def svgd_terms_xp(xp, X, S, code, beta, scale, h, min_bandwidth):
     """``(drive, repulse, h)``: the two sums of N times the SVGD direction, and h.
 
     ``h <= 0`` takes ``scale`` times the median distance (see the module docstring),
-    at least ``min_bandwidth``.
+    at least ``min_bandwidth``; h is then a 0-d array of the namespace.
     """
     n = X.shape[0]
     dev = _device(X)
@@ -83,7 +85,9 @@ def svgd_terms_xp(xp, X, S, code, beta, scale, h, min_bandwidth):
     zero = xp.asarray(0.0, dtype=X.dtype, device=dev)
     T = xp.where(idx[:, None] == idx[None, :], zero, xp.maximum(T, zero))
     if h <= 0.0:
-        h = max(math.sqrt(median_squared_distance_xp(xp, T)) * scale, min_bandwidth)
+        # a 0-d array: the bandwidth stays on the device (no wait for it per iteration)
+        h = xp.maximum(xp.sqrt(median_squared_distance_xp(xp, T)) * scale,
+                       xp.asarray(min_bandwidth, dtype=T.dtype, device=dev))
     inv = (1.0 / h) / h
     if code == RBF:
         p0 = 0.5 * inv
@@ -98,16 +102,19 @@ def svgd_terms_xp(xp, X, S, code, beta, scale, h, min_bandwidth):
     return K @ S, repulse, h
 
 
-def sliced_svgd_terms_xp(xp, U, S, gdiag, p0, code, beta, budget=SLICE_BLOCK_BYTES):
+def sliced_svgd_terms_xp(xp, U, S, gdiag, p0, code, beta, budget=None):
     """Driving and repulsive sums of sliced SVGD (not divided by N) on projections ``U``.
 
     ``drive[i, d] = sum_j kappa_d(t) S[j, d]``, ``repulse[i, d] = sum_j 2 G_dd
     (u_jd - u_id) kappa_d'(t)``, ``t = (u_jd - u_id)^2``; ``p0`` holds the per-slice
     profile scales (RBF ``1/(2h^2)``, IMQ ``1/h^2``) and ``gdiag`` the ``G_dd``, both
-    arrays of the namespace.
+    arrays of the namespace. The slices run in blocks of ``budget`` bytes (default
+    :data:`SLICE_BLOCK_BYTES`, or :data:`SLICE_DEVICE_BYTES` for a device's arrays).
     """
     n, m = U.shape
     beta = float(beta)
+    if budget is None:
+        budget = SLICE_DEVICE_BYTES if is_device_array(U) else SLICE_BLOCK_BYTES
     b = max(1, min(m, budget // max(1, 8 * n * n * 3)))
     drive, repulse = [], []
     for k0 in range(0, m, b):

@@ -2,7 +2,7 @@ r"""The Langevin Stein kernel and its bootstrap forms in any Array API namespace
 
 The same quantities as :func:`skstein.discrepancy.stein_sums_and_forms` (whose numba
 pass is the CPU engine), written as dense array algebra so that they run where the
-arrays live (a GPU with CuPy or PyTorch). For a block of rows ``a:b`` and all columns,
+arrays live (a GPU with CuPy or PyTorch). For a block of rows ``a:b`` and its columns,
 with centred points :math:`x`, scores :math:`s`, :math:`t = \|x_i - x_j\|^2` from the
 norms and the Gram block, :math:`c = (s_i - s_j)^\top (x_i - x_j)`, and the radial
 profile :math:`\kappa, \kappa', \kappa''` of each kernel (DESIGN section 3.2),
@@ -11,13 +11,16 @@ profile :math:`\kappa, \kappa', \kappa''` of each kernel (DESIGN section 3.2),
 
     h_p(x_i, x_j) = \kappa\, s_i^\top s_j - 2\kappa' c - 2D\kappa' - 4t\kappa''
 
-(zero on the diagonal). The ``L`` kernels of a collection are one ``(L, b, n)`` array
-per block; their bootstrap forms :math:`\sum_{i \ne j} v_{mi} v_{mj} h_l(x_i, x_j)`
-are one batched product with the weights (``n x M``, drawn on the host and copied
-over), in :data:`skstein._bootstrap.FORM_DTYPE` on each kernel's block scaled by its
-largest diagonal value, accumulated over blocks in double, as on the CPU. Full rows are
-used (twice the products of the CPU's upper triangle, but no triangular bookkeeping,
-which suits a GPU). Temporaries stay within ``max_memory`` bytes.
+(zero on the diagonal). As on the CPU, a block of rows ``a:b`` takes the columns
+``a:`` of the upper triangle, so each pair is computed once; its row and column sums
+give the full rows. The ``L`` kernels of a collection are one ``(L, b - a, n - a)``
+array per block, written in a few elementwise passes (their memory traffic is the
+cost on a device); their bootstrap forms
+:math:`\sum_{i \ne j} v_{mi} v_{mj} h_l(x_i, x_j)` are one batched product with the
+weights (drawn on the host, copied over once and cast there), in
+:data:`skstein._bootstrap.FORM_DTYPE` on each kernel's block scaled by its largest
+diagonal value, accumulated over blocks in double on the device, as on the CPU.
+Temporaries stay within ``max_memory`` bytes (at least :data:`DEVICE_MAX_MEMORY`).
 """
 
 import numpy as np
@@ -27,7 +30,8 @@ from ._validation import resolve_score
 from ._xp import check_same_namespace, to_host
 from .discrepancy import DEFAULT_MAX_MEMORY, SteinSums, check_stein_finite
 
-__all__ = ["xp_check_samples", "xp_evaluate_score", "xp_sums_and_forms", "xp_stein_matrix",
+__all__ = ["xp_check_samples", "xp_evaluate_score", "xp_check_score_finite", "xp_sums_and_forms",
+           "xp_stein_matrix",
            "DEVICE_MAX_MEMORY"]
 
 #: Smallest memory budget (bytes) of a block on a device: a GPU runs a few large products
@@ -70,12 +74,15 @@ def xp_check_samples(X, xp, name="X", min_samples=2):
     return X
 
 
-def xp_evaluate_score(model, X, xp, name="model"):
+def xp_evaluate_score(model, X, xp, name="model", check_finite=True):
     """The model's score at the rows of ``X``, validated, in ``X``'s namespace and dtype.
 
     The score sees a copy of ``X``. It must return an array of ``X``'s library and
     device and of its shape (a NumPy array for device data is an error naming the
-    model, never a silent transfer), with finite values.
+    model, never a silent transfer), with finite values (checked unless
+    ``check_finite`` is False: a loop that checks its results once per step, rather
+    than wait for the device at every score, calls :func:`xp_check_score_finite`
+    when that check fails).
     """
     score = resolve_score(model, name)
     dim = getattr(model, "dim", None)
@@ -88,11 +95,17 @@ def xp_evaluate_score(model, X, xp, name="model"):
                          f"X of shape {tuple(X.shape)}; it must return grad log p(x) for each "
                          "row of X.")
     S = xp.astype(S, X.dtype)
+    if check_finite:
+        xp_check_score_finite(S, xp, name)
+    return S
+
+
+def xp_check_score_finite(S, xp, name="model"):
+    """Raise a ValueError naming ``name`` where the scores ``S`` are not finite."""
     if not bool(xp.all(xp.isfinite(S))):
         bad = int(xp.sum(xp.astype(~xp.all(xp.isfinite(S), axis=1), xp.int64)))
-        raise ValueError(f"the score of {name} is not finite at {bad} of the {X.shape[0]} "
+        raise ValueError(f"the score of {name} is not finite at {bad} of the {S.shape[0]} "
                          "rows of X.")
-    return S
 
 
 def _profile_params(kernels):
@@ -112,41 +125,91 @@ def _profile_params(kernels):
     return name, (0.5 * inv if name == "rbf" else inv), betas.pop()
 
 
-def _profiles(xp, name, p0, beta, t):
-    """kappa, kappa', kappa'' at ``t`` for scales ``p0`` (broadcast against ``t``)."""
-    if name == "rbf":
-        k = xp.exp(-t * p0)
-        k1 = -p0 * k
-        return k, k1, -p0 * k1
-    base = 1.0 + t * p0
-    k = 1.0 / xp.sqrt(base) if beta == -0.5 else base ** beta
-    ib = 1.0 / base
-    k1 = (beta * p0) * k * ib
-    return k, k1, ((beta - 1.0) * p0) * k1 * ib
-
-
 def _centred(xp, X, S):
     Xc = X - xp.mean(X, axis=0)
     return Xc, xp.sum(Xc * Xc, axis=1), xp.sum(S * Xc, axis=1)
 
 
-def _stein_block(xp, Xc, S, nx, nsx, a, b, p0, name, beta):
+def _grams(xp, Xc, S, nx, nsx, a, b, c):
+    """``t``, ``S S^T`` and the cross term plus D for rows ``a:b``, columns ``c:``."""
+    d = Xc.shape[1]
+    Xa, Sa, Xt, St = Xc[a:b, :], S[a:b, :], Xc[c:, :], S[c:, :]
+    t = Xa @ Xt.T
+    t *= -2.0
+    t += nx[a:b, None]
+    t += nx[None, c:]
+    t = xp.clip(t, 0.0, None)
+    cross = Xa @ St.T
+    cross += Sa @ Xt.T
+    cross *= -1.0
+    cross += nsx[a:b, None]
+    cross += nsx[None, c:] + float(d)
+    return t, Sa @ St.T, cross
+
+
+def _stein_kernels(xp, t, SS, cross, name, beta, p0, scale):
+    r"""The Stein kernels of scales ``p0`` (shape ``(L, 1, 1)``) times ``scale`` (same shape),
+    ``(L,) + t.shape``, from the blocks of :func:`_grams` (``cross`` includes ``+D``).
+
+    The profile written as few elementwise passes over the ``L`` stacked blocks (the
+    cost on a device is their memory traffic):
+
+    * RBF, :math:`\kappa = e^{-p t}`: :math:`h = \kappa\,(s s' + 2p\,(c - 2pt))`;
+    * IMQ, :math:`\kappa = b^\beta`, :math:`b = 1 + pt`, :math:`u = 1/b`:
+      :math:`h = \kappa\,(s s' + a u\,(c + \gamma t u))` with :math:`a = -2\beta p`,
+      :math:`\gamma = 2(\beta - 1)p`,
+
+    where :math:`c` is the cross term plus D; both equal
+    :math:`\kappa s s' - 2\kappa' c - 4t\kappa''` (DESIGN section 3.2).
+    """
+    if name == "rbf":
+        K = t[None, ...] * (-p0)
+        if scale is not None:
+            K += xp.log(scale)
+        K = xp.exp(K)
+        Q = t[None, ...] * (-2.0 * p0)
+        Q += cross[None, ...]
+        Q *= 2.0 * p0
+    else:
+        U = t[None, ...] * p0
+        U += 1.0
+        if beta == -0.5:
+            U = 1.0 / U
+            K = xp.sqrt(U)
+        else:
+            K = U ** beta
+            U = 1.0 / U
+        if scale is not None:
+            K *= scale
+        Q = t[None, ...] * (2.0 * (beta - 1.0) * p0)
+        Q *= U
+        Q += cross[None, ...]
+        Q *= U
+        Q *= -2.0 * beta * p0
+    Q += SS[None, ...]
+    Q *= K
+    return Q
+
+
+def _stein_block(xp, Xc, S, nx, nsx, a, b, p0, name, beta, scale=None, upper=False):
     """Rows ``a:b`` of the Stein matrices of the kernels with scales ``p0`` (shape (L, 1, 1)).
 
-    Returns an ``(L, b - a, n)`` array with zeros at ``(i, i)``.
+    Returns an ``(L, b - a, m)`` array: all columns (``m = n``) with zeros at ``(i, i)``,
+    or with ``upper`` the columns ``a:`` (``m = n - a``) with zeros at and below the
+    diagonal. ``scale`` (shape (L, 1, 1)) multiplies each kernel.
     """
-    n, d = Xc.shape
-    G = Xc[a:b, :] @ Xc.T
-    SS = S[a:b, :] @ S.T
-    C = Xc[a:b, :] @ S.T + S[a:b, :] @ Xc.T
-    t = xp.clip(nx[a:b, None] + nx[None, :] - 2.0 * G, 0.0, None)
-    cross = nsx[a:b, None] + nsx[None, :] - C
-    del G, C
-    k, k1, k2 = _profiles(xp, name, p0, beta, t[None, ...])
-    H = k * SS[None, ...] - 2.0 * k1 * (cross[None, ...] + d) - 4.0 * t[None, ...] * k2
-    rows = xp.arange(a, b, device=_device(Xc))
-    cols = xp.arange(n, device=_device(Xc))
-    return xp.where((rows[:, None] == cols[None, :])[None, ...], xp.zeros_like(H[:1, :1, :1]), H)
+    c = a if upper else 0
+    t, SS, cross = _grams(xp, Xc, S, nx, nsx, a, b, c)
+    H = _stein_kernels(xp, t, SS, cross, name, beta, p0, scale)
+    del t, SS, cross
+    # zero the diagonal (and, for upper, what lies below it): only the square (b - a)
+    # columns of the block that hold row i's own index need it
+    rows = xp.arange(b - a, device=_device(Xc))
+    lo = 0 if upper else a
+    keep = (rows[None, :] > rows[:, None]) if upper else (rows[None, :] != rows[:, None])
+    H[:, :, lo:lo + b - a] = xp.where(keep[None, ...], H[:, :, lo:lo + b - a],
+                                      xp.zeros_like(H[:1, :1, :1]))
+    return H
 
 
 def _device(A):
@@ -157,7 +220,7 @@ def _device(A):
 
 def _rows_per_block(n, L, n_draws, itemsize, max_memory):
     """Rows of a block whose temporaries (Gram blocks, the L kernels, the forms' products)
-    fit in ``max_memory`` bytes."""
+    fit in ``max_memory`` bytes; ``n`` is the block's number of columns."""
     per_row = itemsize * n * (6 + 4 * L) + 4 * L * (n + n_draws)
     return int(max(1, min(n, max_memory // max(1, per_row))))
 
@@ -169,6 +232,12 @@ def xp_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     :func:`xp_evaluate_score`); ``V`` is the host's ``(n_draws, n)`` weights or None.
     Returns NumPy: a :class:`~skstein.discrepancy.SteinSums` per kernel (float64 sums when
     ``X`` is float64) and the forms, shape ``(n_draws, n_kernels)``, or None.
+
+    The pass runs over blocks of rows ``a:b`` and the columns ``a:`` of the upper
+    triangle, as on the CPU: each pair once, in one Gram product per block, the ``L``
+    kernels stacked, their forms one batched product with the weights (copied over
+    once, in single precision, and transposed there). Row sums, totals and forms are
+    accumulated on the device in double precision and copied back once.
     """
     import array_api_compat
 
@@ -190,29 +259,39 @@ def xp_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     usable = np.isfinite(dmax) & (dmax > 0)
     scale[usable] = 1.0 / dmax[usable]
     n_draws = 0 if V is None else V.shape[0]
+    f64 = xp.float64
+    fscale = None
     if V is not None:
-        W = xp.asarray(np.ascontiguousarray(V.T, dtype=FORM_DTYPE), device=device)
+        # the weights in the forms' precision, one row per draw: W[:, a:].T is the
+        # (n - a, n_draws) operand of a transposed product (no copy)
         fdtype = getattr(xp, np.dtype(FORM_DTYPE).name)
+        W = xp.astype(xp.asarray(V, device=device), fdtype)
         fscale = xp.asarray(scale, dtype=X.dtype, device=device)[:, None, None]
-        forms = np.zeros((n_draws, L))
-    rows = _rows_per_block(n, L, n_draws, X.dtype == xp.float64 and 8 or 4,
-                           max(max_memory, DEVICE_MAX_MEMORY))
-    rowsums = []
-    for a in range(0, n, rows):
-        b = min(n, a + rows)
-        H = _stein_block(xp, Xc, S, nx, nsx, a, b, p0, name, beta)
-        rowsums.append(xp.sum(H, axis=2))
+        forms = xp.zeros((L, n_draws), dtype=f64, device=device)
+    itemsize = 8 if X.dtype == xp.float64 else 4
+    budget = max(max_memory, DEVICE_MAX_MEMORY)
+    R = xp.zeros((L, n), dtype=f64, device=device)
+    a = 0
+    while a < n:
+        b = min(n, a + _rows_per_block(n - a, L, n_draws, itemsize, budget))
+        H = _stein_block(xp, Xc, S, nx, nsx, a, b, p0, name, beta, fscale, upper=True)
+        R[:, a:b] += xp.astype(xp.sum(H, axis=2), f64)
+        R[:, a:] += xp.astype(xp.sum(H, axis=1), f64)
         if V is not None:
-            Hf = xp.astype(H * fscale, fdtype)
+            Hf = xp.astype(H, fdtype, copy=False)
             del H
-            P = Hf @ W                                    # (L, b - a, n_draws)
-            blk = xp.sum(P * W[a:b, :][None, ...], axis=1)  # (L, n_draws)
-            forms += to_host(xp.astype(blk, xp.float64)).T.astype(np.float64) / scale
-    R = to_host(xp.concat(rowsums, axis=1)).astype(np.float64)
+            P = Hf @ W[:, a:].T                                 # (L, b - a, n_draws)
+            del Hf
+            forms += xp.astype(xp.sum(P * W[:, a:b].T[None, ...], axis=1), f64)
+        a = b
+    R = to_host(R) / (scale[:, None] if V is not None else 1.0)
+    # each pair once in the upper triangle: its row and column sums give the full rows
     totals = R.sum(axis=1)
     check_stein_finite(totals)
     sums = [SteinSums(n, float(totals[li]), diags[li], R[li], None) for li in range(L)]
-    return sums, (forms if V is not None else None)
+    if V is None:
+        return sums, None
+    return sums, (2.0 * to_host(forms) / scale[:, None]).T.copy()
 
 
 def xp_stein_matrix(X, S, kernel):

@@ -21,7 +21,7 @@ from scipy.linalg import blas
 
 from sklearn.utils.validation import check_array
 
-from ._threads import numba_threads
+from ._threads import blas_threads, numba_threads
 from ._xp import namespace_of, to_host
 from ._numba.sliced import IMQ as _SLICED_IMQ
 from ._numba.sliced import RBF as _SLICED_RBF
@@ -30,7 +30,12 @@ from ._numba.sliced import shared_direction_rows, sliced_stein_rows, sliced_stei
 from ._bootstrap import FORM_DTYPE, STACKED_FORM_BLOCK, block_forms, bootstrap_forms
 from ._numba.bootstrap import scaled_single
 from ._numba.features import stein_pairs
-from ._numba.stein import kernel_params, stein_block_inplace, stein_upper_multi
+from ._numba.stein import (
+    kernel_params,
+    stein_block_inplace,
+    stein_pass_blocks,
+    stein_upper_multi,
+)
 from ._validation import check_choice, check_samples, evaluate_score
 from .kernels import (
     KERNELS,
@@ -164,8 +169,10 @@ def stein_sums(X, S, kernel, *, return_matrix=False, max_memory=DEFAULT_MAX_MEMO
     """One Stein-kernel pass over validated arrays ``X`` and scores ``S``.
 
     With ``return_matrix`` the strict upper triangle of the Stein matrix is formed
-    (``SteinSums.upper``), using ``3 N^2`` floats of memory at the peak. Otherwise the pass runs over blocks of rows of the
-    upper triangle, with temporaries bounded by ``max_memory`` bytes.
+    (``SteinSums.upper``), using ``3 N^2`` floats of memory at the peak. Otherwise the
+    pass runs over blocks of rows of the upper triangle on numba's threads, Gram
+    products included (:func:`_pooled_pass`), or, beyond its memory, with BLAS forming
+    the Gram blocks; temporaries are bounded by ``max_memory`` bytes.
     """
     n, d = X.shape
     Xc = X - X.mean(axis=0)  # h_p is translation invariant; centring keeps the Gram trick accurate
@@ -186,6 +193,12 @@ def stein_sums(X, S, kernel, *, return_matrix=False, max_memory=DEFAULT_MAX_MEMO
         del SS, C
         rowsums = rowsum + G.sum(axis=0)
         return SteinSums(n, 2.0 * float(np.sum(rowsum)), diag, rowsums, G)
+
+    pooled = _pooled_pass(Xc, S, nx, nsx, code, np.array([p0]), p1, d, np.ones(1), None,
+                          max_memory)
+    if pooled is not None:
+        rowsums, totals, _ = pooled
+        return SteinSums(n, float(totals[0]), diag, rowsums[0], None)
 
     def block(a, b):
         Xa, Sa = Xc[a:b], S[a:b]
@@ -242,6 +255,11 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     weights and the products of a chunk of draws.
     With ``V=None`` only the sums are computed.
 
+    The blocks run on numba's threads, each forming its own Gram and weight products
+    with one-thread BLAS calls (:func:`_pooled_pass`), while the column sums fit in
+    ``4 * max_memory`` bytes; beyond, BLAS's threads form the products between
+    numba's passes.
+
     Returns
     -------
     sums : list of SteinSums
@@ -267,6 +285,12 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     scale = np.ones(L)
     usable = np.isfinite(dmax) & (dmax > 0)
     scale[usable] = 1.0 / dmax[usable]
+    pooled = _pooled_pass(Xc, S, nx, nsx, code, p0s, p1, d, scale, VT, max_memory)
+    if pooled is not None:
+        rowsums, totals, pooled_forms = pooled
+        sums = [SteinSums(n, float(totals[li]), diags[li], rowsums[li], None)
+                for li in range(L)]
+        return sums, pooled_forms
     rowsums = np.zeros((L, n))
     totals = np.zeros(L)
     # G, SS, C and the L kernel blocks in double, and their single-precision copies
@@ -303,6 +327,51 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
                 forms[c:e] += (2.0 / scale) * np.einsum("lim,im->ml", P, VT[a:b, c:e])
     sums = [SteinSums(n, float(totals[li]), diags[li], rowsums[li], None) for li in range(L)]
     return sums, forms
+
+
+#: Columns per chunk of a block of the pooled pass (:func:`_pooled_pass`): a chunk's
+#: Gram blocks and kernels stay in the thread's cache-sized buffers.
+POOLED_CHUNK = 1024
+
+
+def _pooled_pass(Xc, S, nx, nsx, code, p0s, p1, d, scale, VT, max_memory):
+    """``(rowsums, totals, forms)`` of :func:`stein_sums_and_forms` by one numba pass
+    whose threads also form the Gram blocks (:func:`skstein._numba.stein.stein_pass_blocks`),
+    or None when its column sums (``L N^2 / (2 STACKED_FORM_BLOCK)`` doubles) would
+    pass ``4 * max_memory`` bytes.
+
+    One thread pool, not two: with BLAS and numba each running a pool, the idle
+    threads of one wait beside the other's work, and the pass stopped gaining from
+    more cores (``benchmarks/bench_threads.py``). Each block's Gram products are
+    single-thread BLAS calls of the thread that owns the block. The blocks, chunks
+    and orders of summation depend on ``N`` alone, so the results are the same for
+    any number of threads. Memory: per thread, one chunk's Gram blocks and kernels
+    and the block's products with the weights.
+    """
+    n = Xc.shape[0]
+    L = p0s.shape[0]
+    block = STACKED_FORM_BLOCK
+    starts = np.arange(0, n, block)
+    spans = n - starts
+    if 8 * L * int(spans.sum()) > 4 * max_memory:
+        return None
+    coloff = np.concatenate([[0], np.cumsum(L * spans)[:-1]]).astype(np.int64)
+    colpart = np.zeros(int(L * spans.sum()))
+    rowpart = np.zeros((L, n))
+    forms_on = VT is not None
+    M = VT.shape[1] if forms_on else 1
+    formpart = np.zeros((len(starts), M, L) if forms_on else (1, 1, 1))
+    weights = VT if forms_on else np.zeros((1, 1), dtype=FORM_DTYPE)
+    with blas_threads(1):
+        stein_pass_blocks(code, p0s, p1, d, np.ascontiguousarray(Xc), np.ascontiguousarray(S),
+                          nx, nsx, block, POOLED_CHUNK, scale, weights, forms_on, rowpart,
+                          colpart, coloff, formpart)
+    rowsums = rowpart.copy()
+    for k, a in enumerate(starts):
+        rowsums[:, a:] += colpart[coloff[k]:coloff[k] + L * spans[k]].reshape(L, spans[k])
+    totals = 2.0 * rowpart.sum(axis=1)
+    forms = (2.0 / scale) * formpart.sum(axis=0) if forms_on else None
+    return rowsums, totals, forms
 
 
 def resolve_bandwidths(X, bandwidth, n_bandwidths=10, *, random_state=None, max_points=2000):

@@ -32,6 +32,7 @@ def _ksd():
     for kernel in ("rbf", "imq"):
         KSDTest(model, kernel=kernel, n_bootstrap=100, random_state=0).test(X)
     KSDTest(model, bandwidth="median", n_bootstrap=100, random_state=0).test(X)
+    KSDTest(model, kernel="imq", bootstrap="rademacher", n_bootstrap=100, random_state=0).test(X)
 
 
 def _maxsksd():
@@ -77,9 +78,9 @@ FAMILIES = {"ksd": _ksd, "maxsksd": _maxsksd, "relative": _relative, "svgd": _sv
 #: For each family, kernels whose cache entry tells whether the family is compiled
 #: (module of :mod:`skstein._numba`, function name).
 _MARKERS = {
-    "ksd": [("stein", "stein_upper_multi")],
+    "ksd": [("stein", "stein_pass_blocks")],
     "maxsksd": [("sliced", "sliced_stein_upper"), ("learning", "sliced_grad_upper")],
-    "relative": [("stein", "stein_upper_multi")],
+    "relative": [("stein", "stein_pass_blocks")],
     "svgd": [("svgd", "svgd_field_serial"), ("svgd", "svgd_field")],
     "discrete": [("discrete", "discrete_stein_block")],
 }

@@ -39,7 +39,7 @@ from .discrepancy import sliced_value_and_grad, stein_sums
 from .directions import _Adam, _tangent_unit_rows, _unit_rows
 from ._flows_xp import sliced_svgd_terms_xp, svgd_terms_xp
 from ._xp import check_same_namespace, is_device_array, namespace_of, to_host
-from ._xp_stein import xp_evaluate_score
+from ._xp_stein import xp_check_score_finite, xp_evaluate_score
 from .flows import (
     SVGDFlow,
     adagrad_update,
@@ -382,14 +382,17 @@ class _ParticleSampler(BaseEstimator):
         import array_api_compat
 
         dev = array_api_compat.device(Xd)
-        Xd = xp.astype(Xd, xp.float64, copy=True)
+        # float32 particles stay float32 (a device's fast precision); others float64
+        Xd = xp.astype(Xd, Xd.dtype if Xd.dtype == xp.float32 else xp.float64, copy=True)
         state = self._init_state_xp(xp, Xd, X, warm, rng, score)
         opt = _OptimizerXp(xp, self.optimizer, self.step_size, X.shape, dev)
         hist = {"iteration": [], "step_norm": [], "discrepancy": [], "repulsive_force": [],
                 "variance": []}
         n = X.shape[0]
         for it in range(n_iter):
-            S = xp_evaluate_score(score, Xd, xp, "target")
+            # one wait for the device per iteration: the check of the moved particles
+            # below; a non-finite score or step is found (and named) when it fails
+            S = xp_evaluate_score(score, Xd, xp, "target", check_finite=False)
             drive, repulse = self._terms_xp(xp, Xd, S, state, it, rng)
             record = it % self.history_every == 0 or it == n_iter - 1
             if record:
@@ -405,6 +408,8 @@ class _ParticleSampler(BaseEstimator):
                 hist["step_norm"].append(float(np.mean(np.linalg.norm(to_host(step), axis=1))))
             Xd = Xd + step
             if not float(xp.max(xp.abs(Xd))) < _DIVERGED:
+                xp_check_score_finite(S, xp, "target")
+                opt.check_finite()
                 raise ValueError(
                     f"the particles diverged at iteration {it} (an entry beyond "
                     f"{_DIVERGED:g} or not finite): the step (step_size="
@@ -421,6 +426,14 @@ class _OptimizerXp(_Optimizer):
         self.xp, self.name, self.lr, self.t = xp, name, step_size, 0
         self.v = None
         self.m = None
+        self.last = None
+
+    def check_finite(self):
+        """The host's check of the last field's squares (:meth:`_check_squarable`), run
+        when the particles stopped being finite (the step does not wait for it)."""
+        xp = self.xp
+        if self.last is not None and not bool(xp.all(xp.isfinite(self.last * self.last))):
+            self._check_squarable(float(xp.max(xp.abs(self.last))))
 
     def step(self, phi):
         xp = self.xp
@@ -428,8 +441,7 @@ class _OptimizerXp(_Optimizer):
         if self.name == "sgd":
             return self.lr * phi
         sq = phi * phi
-        if not bool(xp.all(xp.isfinite(sq))):
-            self._check_squarable(float(xp.max(xp.abs(phi))))
+        self.last = phi
         if self.name == "adagrad":
             self.v = sq if self.t == 1 else self.v * 0.9 + sq * 0.1
             return phi / (xp.sqrt(self.v) + 1e-6) * self.lr
@@ -1058,7 +1070,7 @@ class SlicedSVGD(_ParticleSampler):
         p0 = 0.5 * inverse_square(h) if code == 0 else inverse_square(h)
 
         def put(a):
-            return xp.asarray(np.ascontiguousarray(a), device=dev)
+            return xp.asarray(np.ascontiguousarray(a), dtype=X.dtype, device=dev)
 
         if state["axes"]:
             return sliced_svgd_terms_xp(xp, X @ put(G.T), S, put(np.diag(G)), put(p0), code,

@@ -30,6 +30,25 @@ def centred_counts(idx, out):
     return out
 
 
+@njit(cache=True, parallel=PARALLEL)
+def signed_scale(bits, scale, out):
+    r"""Rademacher bootstrap weights from drawn bits: ``out = scale`` where ``bits`` is
+    nonzero, ``-scale`` elsewhere (the values of :math:`(2b - 1)\,s`, exactly).
+
+    Parameters
+    ----------
+    bits : int32 array (M, n)
+        Fair draws from ``{0, 1}`` by the caller.
+    scale : float
+    out : float64 array (M, n)
+    """
+    M, n = bits.shape
+    for m in prange(M):
+        for i in range(n):
+            out[m, i] = scale if bits[m, i] != 0 else -scale
+    return out
+
+
 #: Smallest normal single-precision magnitude: below it products run on subnormal
 #: operands, which x86 processors handle in microcode (tens of times slower).
 FLOAT32_TINY = float(np.finfo(np.float32).tiny)

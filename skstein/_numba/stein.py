@@ -267,3 +267,115 @@ def stein_upper_multi(code, p0s, p1, dim, G, SS, C, nx, nsx, row0, col0, out, ro
             _multi_row(code, p0s, p1, two_d, G, SS, C, nx, nsx, q, row0, col0, out, rowsum, t,
                        cross)
     return rowsum
+
+
+@njit(cache=True)
+def _pass_block(k, block, width, code, p0s, p1, two_d, Xc, S, nx, nsx, scale, VT, forms_on,
+                rowpart, colpart, coloff, formpart):
+    """Block ``k`` of :func:`stein_pass_blocks` (compiled once, called from its loop)."""
+    n = Xc.shape[0]
+    L = p0s.shape[0]
+    a = k * block
+    b = min(n, a + block)
+    B = b - a
+    M = VT.shape[1]
+    tiny = 1.1754943508222875e-38  # the smallest normal float32 (see scaled_single)
+    t = np.empty(width)
+    cross = np.empty(width)
+    rs = np.empty((L, B))
+    P = np.zeros((L * B, M if forms_on else 1), dtype=np.float32)
+    Xa = Xc[a:b]
+    Sa = S[a:b]
+    span = n - a
+    for c0 in range(a, n, width):
+        c1 = min(n, c0 + width)
+        w = c1 - c0
+        Xt = Xc[c0:c1]
+        St = S[c0:c1]
+        G = np.dot(Xa, Xt.T)
+        SS = np.dot(Sa, St.T)
+        C = np.dot(Xa, St.T) + np.dot(Sa, Xt.T)
+        H = np.empty((L, B, w))
+        for bi in range(B):
+            _multi_row(code, p0s, p1, two_d, G, SS, C, nx, nsx, bi, a, c0, H, rs, t, cross)
+            for li in range(L):
+                rowpart[li, a + bi] += rs[li, bi]
+        for li in range(L):
+            base = coloff[k] + li * span + (c0 - a)
+            for bi in range(B):
+                row = H[li, bi]
+                for j in range(w):
+                    colpart[base + j] += row[j]
+        if forms_on:
+            Hf = np.empty((L * B, w), dtype=np.float32)
+            for li in range(L):
+                s = scale[li]
+                for bi in range(B):
+                    row = H[li, bi]
+                    out = Hf[li * B + bi]
+                    for j in range(w):
+                        v = row[j] * s
+                        out[j] = 0.0 if abs(v) < tiny else v
+            P += np.dot(Hf, VT[c0:c1])
+    if forms_on:
+        for li in range(L):
+            for m in range(M):
+                acc = np.float32(0.0)
+                for bi in range(B):
+                    acc += P[li * B + bi, m] * VT[a + bi, m]
+                formpart[k, m, li] = acc
+
+
+@njit(cache=True, parallel=PARALLEL)
+def stein_pass_blocks(code, p0s, p1, dim, Xc, S, nx, nsx, block, width, scale, VT, forms_on,
+                      rowpart, colpart, coloff, formpart):
+    r"""The upper-triangle Stein pass of several kernels, Gram products included, on
+    numba's threads alone.
+
+    Blocks of ``block`` rows ``a:b`` run in a ``prange`` (blocks ``p`` and ``nb - 1 - p``
+    in one iteration, so every iteration has the same work). A block walks its columns
+    ``a:`` in chunks of ``width``: the Gram chunks ``X_a X_c^T``, ``S_a S_c^T``,
+    ``X_a S_c^T + S_a X_c^T`` by BLAS from the block's own thread (the caller holds BLAS
+    at one thread), the ``L`` kernels on them (:func:`_multi_row`, zero at and below the
+    diagonal), their row and column sums, and, with ``forms_on``, the products of the
+    single-precision scaled kernels (:func:`skstein._numba.bootstrap.scaled_single`)
+    with the weights, summed over chunks. No two blocks write the same element, so the
+    results do not depend on the number of threads.
+
+    Parameters
+    ----------
+    code, p1 : int, float
+        Base kernel and IMQ exponent (:func:`radial_profile`).
+    p0s : float64 array (L,)
+    dim : int
+    Xc, S : float64 arrays (N, D)
+        Centred points and scores (C-contiguous).
+    nx, nsx : float64 arrays (N,)
+    block, width : int
+        Rows per block and columns per chunk.
+    scale : float64 array (L,)
+        Per-kernel scale of the single-precision copies.
+    VT : float32 array (N, M)
+        The weights, one column per draw (a (1, 1) placeholder without forms).
+    forms_on : bool
+    rowpart : float64 array (L, N), zeros
+        Output: the sum of each row's entries right of the diagonal.
+    colpart : float64 array, zeros
+        Output: block ``k``'s column sums of kernel ``l`` over its columns ``a:``, at
+        ``coloff[k] + l * (N - a) + (j - a)``.
+    coloff : int64 array (nb,)
+    formpart : float64 array (nb, M, L)
+        Output: block ``k``'s share :math:`\sum_{i \in k} \sum_{j > i} v_{mi} v_{mj}
+        s_l h_l(x_i, x_j)`, summed in single precision.
+    """
+    n = Xc.shape[0]
+    nb = (n + block - 1) // block
+    two_d = 2.0 * dim
+    for p in prange((nb + 1) // 2):
+        _pass_block(p, block, width, code, p0s, p1, two_d, Xc, S, nx, nsx, scale, VT,
+                    forms_on, rowpart, colpart, coloff, formpart)
+        q = nb - 1 - p
+        if q != p:
+            _pass_block(q, block, width, code, p0s, p1, two_d, Xc, S, nx, nsx, scale, VT,
+                        forms_on, rowpart, colpart, coloff, formpart)
+    return rowpart
