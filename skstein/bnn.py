@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from ._progress import check_verbose, progress_bar
 from ._random import as_generator
@@ -61,8 +61,9 @@ class BNNRegressor(RegressorMixin, BaseEstimator):
 
     The protocol of the reference code is kept: a development set (``validation_fraction``
     of the rows, at most 500) is held out of training, and after training each
-    particle's :math:`\gamma` is replaced by the inverse mean squared error on it
-    when that raises the particle's development log-likelihood; the initial
+    particle's :math:`\gamma` is replaced by the inverse of its mean squared error
+    there (the reference keeps whichever of the two fits the development set better,
+    and this maximum-likelihood value always does); the initial
     :math:`\gamma` of each particle is the inverse mean squared error of its initial
     network (a first fit to the data).
 
@@ -161,12 +162,15 @@ class BNNRegressor(RegressorMixin, BaseEstimator):
             raise ValueError(f"validation_fraction must be a float in [0, 1), got {frac!r}.")
         check_verbose(self.verbose)
 
-    def _check_y(self, y):
-        """Reject a y with several columns, naming it, before scikit-learn's check."""
-        shape = np.shape(y)
-        if len(shape) == 2 and shape[1] != 1 or len(shape) > 2:
-            raise ValueError(f"y must be 1-D (one target per row), got shape {shape}; "
+    @staticmethod
+    def _check_y(y):
+        """``y`` as 1-D: a column vector with scikit-learn's warning, more columns refused
+        with an error naming ``y``."""
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] != 1 or y.ndim > 2:
+            raise ValueError(f"y must be 1-D (one target per row), got shape {y.shape}; "
                              "BNNRegressor fits a single output.")
+        return column_or_1d(y, warn=True) if y.ndim == 2 else y
 
     def fit(self, X, y):
         """Move the particles to the posterior given the training data.
@@ -183,8 +187,8 @@ class BNNRegressor(RegressorMixin, BaseEstimator):
         self
         """
         self._check_params()
-        self._check_y(y)
-        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64, multi_output=True)
+        y = self._check_y(y)
         rng = as_generator(self.random_state)
         seeds = rng.integers(0, 2**32, size=4)
         n = X.shape[0]
@@ -227,18 +231,17 @@ class BNNRegressor(RegressorMixin, BaseEstimator):
         return self
 
     def _adjust_gamma(self, post, theta, X_dev, y_dev):
-        """Each particle's log gamma, or the inverse dev MSE where that fits the dev set
-        better (the reference's last step)."""
+        """Each particle's log gamma after the reference's development-set step.
+
+        The reference keeps the better, on the development set, of the particle's
+        precision and the inverse of its development mean squared error; the latter
+        maximises the Gaussian log-likelihood in gamma, so the step sets each
+        particle's precision to it.
+        """
         Xs = (X_dev - self.x_mean_) / self.x_scale_
         ys = (y_dev - self.y_mean_) / self.y_scale_
-        resid2 = (post.predict(theta, Xs) - ys[None, :]) ** 2  # (k, n_dev)
-
-        def loglik(log_g):
-            return 0.5 * resid2.shape[1] * log_g - 0.5 * np.exp(log_g) * resid2.sum(axis=1)
-
-        current = theta[:, -2]
-        heuristic = -np.log(np.maximum(resid2.mean(axis=1), 1e-12))
-        return np.where(loglik(heuristic) > loglik(current), heuristic, current)
+        mse = np.mean((post.predict(theta, Xs) - ys[None, :]) ** 2, axis=1)
+        return -np.log(np.maximum(mse, 1e-12))
 
     def _outputs(self, X):
         """Particle predictions (K, n) in the target's units."""
@@ -307,9 +310,8 @@ class BNNRegressor(RegressorMixin, BaseEstimator):
         -------
         float
         """
-        self._check_y(y)
         pred = self._outputs(X)
-        y = np.asarray(y, dtype=np.float64).ravel()
+        y = self._check_y(y).astype(np.float64)
         if y.shape[0] != pred.shape[1] or not np.all(np.isfinite(y)):
             raise ValueError(f"y must hold {pred.shape[1]} finite values, one per row of X.")
         return mixture_log_predictive(pred, self.particles_[:, -2], y, self.y_scale_)

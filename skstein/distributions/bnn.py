@@ -75,8 +75,11 @@ class BNNPosterior(Distribution):
     ``rows``, its batch estimate); :meth:`grad_logpdf` is its gradient. The
     particles of :meth:`initial_particles` follow Liu & Wang (2016): weights
     :math:`N(0, 1/(d+1))` and :math:`N(0, 1/(H+1))`, zero biases, :math:`\lambda` drawn
-    from its prior and :math:`\gamma` set to the inverse mean squared error of the
-    initial network on up to 1000 training rows.
+    from a Gamma distribution of shape ``a0`` and *scale* ``b0`` (as the reference code
+    draws it; mean 0.1, against the prior's mean 10: the step size of 1e-3 moves
+    :math:`\log\lambda` by at most about 2 in 2000 iterations, so the start
+    matters) and :math:`\gamma` set to the inverse mean squared error of the initial
+    network on up to 1000 training rows.
 
     Examples
     --------
@@ -251,7 +254,8 @@ class BNNPosterior(Distribution):
         theta = np.zeros((k, self.dim))
         theta[:, :d * H] = rng.standard_normal((k, d * H)) / np.sqrt(d + 1)
         theta[:, d * H + H:d * H + 2 * H] = rng.standard_normal((k, H)) / np.sqrt(H + 1)
-        theta[:, -1] = np.log(rng.gamma(self.a0, 1.0 / self.b0, size=k))
+        # as the reference code draws it: numpy's gamma(a0, b0) takes b0 as the scale
+        theta[:, -1] = np.log(rng.gamma(self.a0, self.b0, size=k))
         n = self.X.shape[0]
         rows = rng.choice(n, size=min(n, 1000), replace=False)
         out, _ = self._forward(theta, self.X[rows])
