@@ -4,7 +4,8 @@ Every class of skstein that derives from scikit-learn's ``BaseEstimator`` is her
 goodness-of-fit tests (``KSDTest`` with a continuous and with a discrete model,
 ``MaxSKSDTest`` in both variants, ``FSSDTest``, ``LinearKSDTest``, ``RFSDTest``,
 ``MMDGOFTest``), the relative tests (``RelativeKSDTest`` with the KSD, the maxSKSD and
-a discrete operator, ``RelativeMMDTest``), the samplers (``SVGD``, ``SlicedSVGD``) and
+a discrete operator, ``RelativeMMDTest``), the samplers (``SVGD``, ``SlicedSVGD``), the
+regressor ``BNNRegressor`` and
 the training losses of :mod:`skstein.learning` (``KSDLoss``, ``MaxSKSDLoss``).
 ``SampleRanking`` is a result, not an estimator. Each instance is configured small
 (few bootstrap draws, few iterations) so that the module runs in about a minute.
@@ -37,6 +38,7 @@ from sklearn.utils.estimator_checks import estimator_checks_generator, parametri
 from conftest import std_normal_score
 from skstein import (
     SVGD,
+    BNNRegressor,
     FSSDTest,
     KSDTest,
     LinearKSDTest,
@@ -99,6 +101,7 @@ ESTIMATORS = [
     RelativeMMDTest(Gaussian(np.zeros(2)), Gaussian(np.ones(2)), random_state=0),
     SVGD(std_normal_score, n_iter=5, random_state=0),
     SlicedSVGD(std_normal_score, n_iter=5, random_state=0),
+    BNNRegressor(n_hidden=10, n_particles=5, n_epochs=20, step_size=1e-2, random_state=0),
     KSDLoss(),
     MaxSKSDLoss(random_state=0),
 ]
