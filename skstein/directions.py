@@ -409,19 +409,24 @@ def _tanh_stein_moments(X, S, C):
 
 
 def _ica_start(X, S, variant, m, rng, orthogonal_slices):
-    """The ``"ica"`` start: independent directions where the Stein moments are largest.
+    r"""The ``"ica"`` start: independent directions where the Stein moments are largest.
 
-    maxSKSD-g: slice ``d`` takes the direction ``j`` with the largest
-    :math:`|M_{dj}|` (:func:`_tanh_stein_moments`); maxSKSD-rg: the ``m`` directions
-    with the largest :math:`|c_j^\top M_{:,j}|` (slice and direction alike).
+    ``ICA_DIRECTIONS`` (at least ``m``) directions of :func:`independent_directions`
+    are ranked by :math:`|c_j^\top M_{:,j}|`, the Stein moment with slice and
+    direction along :math:`c_j` (:func:`_tanh_stein_moments`, ``M`` of shape (d, r)).
+    maxSKSD-rg takes the ``m`` first (slice and direction alike); maxSKSD-g keeps
+    the ``min(d, 10)`` first and gives slice ``d`` the one with the largest
+    :math:`|M_{dj}|` (a departure along :math:`c_j` reaches slice ``d`` in proportion
+    to :math:`c_{jd}`).
     """
     d = X.shape[1]
     C = independent_directions(X, max(ICA_DIRECTIONS, m) if variant == "rg" else ICA_DIRECTIONS,
                                rng)
     M = _tanh_stein_moments(X, S, C)
-    if variant == "g":
-        return np.ascontiguousarray(C[np.argmax(np.abs(M), axis=1)]), np.eye(d)
     order = np.argsort(-np.abs(np.einsum("jd,dj->j", C, M)), kind="stable")
+    if variant == "g":
+        keep = order[:min(d, 10)]
+        return np.ascontiguousarray(C[keep][np.argmax(np.abs(M[:, keep]), axis=1)]), np.eye(d)
     picked = C[order[:m]]
     if len(picked) < m:  # a rank-deficient sample: fill with the axes
         picked = np.vstack([picked, np.eye(d)[:m - len(picked)]])

@@ -130,3 +130,19 @@ def test_gof_gaussian_method_selection(tmp_path):
     assert "median_seconds" in open(csv_path).readline()
     with pytest.raises(ValueError, match="methods"):
         reproduce("svgd-variance", out_dir=tmp_path, quick=True, methods=["SVGD"])
+
+
+def test_gof_rotated_cases_and_cross_fitted_methods():
+    from skstein.experiments import gof_rotated
+
+    rng = np.random.default_rng(0)
+    X, v = gof_rotated.draw("rotated-variance", 4, 20000, rng)
+    assert v.shape == (1, 4)
+    assert v[0] @ np.cov(X.T) @ v[0] == pytest.approx(1.6, abs=0.05)  # variance 1.6 along v
+    model = gof_rotated.Gaussian(np.zeros(4))
+    test = gof_rotated.make_test("maxSKSD-rg:cv", model, 4, 100, 0.2)
+    assert test.cv == gof_rotated.CV_FOLDS and test.starts == gof_rotated.CV_STARTS["rg"]
+    rows = gof_rotated.run(quick=True, n_trials=1, n_jobs=1, cases=("rotated-variance",),
+                           methods=("maxSKSD-g:cv", "maxSKSD-rg:auto"), n_samples=200)
+    assert [r["method"] for r in rows] == ["maxSKSD-g:cv", "maxSKSD-rg:auto"]
+    assert all(r["n_samples"] == 200 for r in rows)
