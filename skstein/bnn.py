@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from ._progress import check_verbose, progress_bar
 from ._random import as_generator
+from ._threads import blas_threads
 from ._validation import check_choice, check_positive_float, check_positive_int
 from .distributions.bnn import BNNPosterior, mixture_log_predictive
 from .svgd import SVGD, SlicedSVGD
@@ -221,7 +222,9 @@ class BNNRegressor(RegressorMixin, BaseEstimator):
                 sampler = SVGD(target, **common)
             else:
                 sampler = SlicedSVGD(target, slices="axes", **common)
-            sampler.fit(theta0)
+            # small products: one BLAS thread (more only contend with numba's)
+            with blas_threads(1):
+                sampler.fit(theta0)
         theta = np.array(sampler.particles_)
         if n_dev:
             theta[:, -2] = self._adjust_gamma(post, theta, X[dev], y[dev])

@@ -138,8 +138,9 @@ class BNNPosterior(Distribution):
 
     def _forward(self, theta, X):
         W1, b1, w2, b2, _, _ = self.unpack(theta)
-        pre = np.matmul(X, W1) + b1[:, None, :]  # (k, n, H)
-        hidden = np.maximum(pre, 0.0)
+        pre = np.matmul(X, W1)  # (k, n, H)
+        pre += b1[:, None, :]
+        hidden = np.maximum(pre, 0.0, out=pre)
         out = np.matmul(hidden, w2[:, :, None])[..., 0] + b2[:, None]
         return out, hidden
 
@@ -223,7 +224,8 @@ class BNNPosterior(Distribution):
         dout = (c * g)[:, None] * resid  # d loglik / d f
         grad = np.empty_like(theta)
         d, H = self.n_features, self.n_hidden
-        dh = dout[:, :, None] * w2[:, None, :] * (hidden > 0.0)  # (k, m, H)
+        dh = dout[:, :, None] * w2[:, None, :]  # (k, m, H)
+        dh *= hidden > 0.0  # ReLU: the gradient passes where the unit is active
         grad[:, :d * H] = np.matmul(X.T, dh).reshape(k, d * H)
         grad[:, d * H:d * H + H] = dh.sum(axis=1)
         grad[:, d * H + H:d * H + 2 * H] = np.matmul(dout[:, None, :], hidden)[:, 0, :]
