@@ -50,6 +50,15 @@ so their large values point at departures:
   fixed-point (power) iteration on its gradient, with deflation for maxSKSD-rg (one
   direction per pair, each orthogonal to those before) and one iteration per slice
   started at its axis for maxSKSD-g. Cost: ``O(N D m)`` per iteration, at most 50.
+* ``"ica"`` (not among the defaults; ``starts``): directions of extreme
+  non-Gaussianity of the training sample, found by deflationary FastICA (log-cosh
+  contrast) on the whitened sample (:func:`independent_directions`), ranked by a
+  Stein moment with :math:`\varphi = \tanh` on standardised projections. The
+  log-cosh contrast is far less noisy than the fourth moment behind ``"cubic"``: on
+  rotated Laplace data in 50 dimensions, 800 points give directions within a median
+  cosine of 0.85 of the true ones (``"cubic"``: 0.6), while 200 points give 0.35,
+  no better than chance; it earns its place with cross-fitting
+  (:class:`skstein.MaxSKSDTest` ``cv``), whose folds learn on most of the sample.
 
 The Stein moments use the whole training sample (estimates that improve with every
 point: a variance deficit along one direction in 50 dimensions stands out of the
@@ -89,7 +98,8 @@ from .discrepancy import (
 from .kernels import KERNELS
 
 __all__ = ["search_directions", "DirectionSearchResult", "AscentSettings", "stein_starts",
-           "stein_moment_matrix", "VARIANTS", "OPTIMIZERS", "SCHEDULES", "AUTO_STARTS"]
+           "stein_moment_matrix", "independent_directions", "VARIANTS", "OPTIMIZERS",
+           "SCHEDULES", "AUTO_STARTS", "ALL_STARTS"]
 
 VARIANTS = ("g", "rg")
 OPTIMIZERS = ("adam", "gd")
