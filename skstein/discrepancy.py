@@ -334,11 +334,18 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
 POOLED_CHUNK = 1024
 
 
+def _pooled_block(n):
+    """Rows per block of the pooled pass: :data:`STACKED_FORM_BLOCK`, fewer (down to 16)
+    below 64 blocks, so that a small sample still gives 32 pairs of blocks to share
+    among the threads (at N = 1000, 64 rows made 8). A function of ``N`` alone."""
+    return int(max(16, min(STACKED_FORM_BLOCK, -(-n // 64))))
+
+
 def _pooled_pass(Xc, S, nx, nsx, code, p0s, p1, d, scale, VT, max_memory):
     """``(rowsums, totals, forms)`` of :func:`stein_sums_and_forms` by one numba pass
     whose threads also form the Gram blocks (:func:`skstein._numba.stein.stein_pass_blocks`),
-    or None when its column sums (``L N^2 / (2 STACKED_FORM_BLOCK)`` doubles) would
-    pass ``4 * max_memory`` bytes.
+    or None when its column sums (``L N^2 / (2 b)`` doubles for blocks of ``b`` rows,
+    :func:`_pooled_block`) would pass ``4 * max_memory`` bytes.
 
     One thread pool, not two: with BLAS and numba each running a pool, the idle
     threads of one wait beside the other's work, and the pass stopped gaining from
@@ -350,7 +357,7 @@ def _pooled_pass(Xc, S, nx, nsx, code, p0s, p1, d, scale, VT, max_memory):
     """
     n = Xc.shape[0]
     L = p0s.shape[0]
-    block = STACKED_FORM_BLOCK
+    block = _pooled_block(n)
     starts = np.arange(0, n, block)
     spans = n - starts
     if 8 * L * int(spans.sum()) > 4 * max_memory:
