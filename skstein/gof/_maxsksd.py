@@ -24,6 +24,7 @@ from .._validation import (
     evaluate_score,
 )
 from ..directions import (
+    AUTO_STARTS,
     OPTIMIZERS,
     VARIANTS,
     _Adam,
@@ -257,8 +258,8 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         ``"ica"`` (directions of extreme non-Gaussianity of the training sample,
         :func:`~skstein.directions.independent_directions`, where the Stein moments are
         largest); ``None``: those of :data:`~skstein.directions.AUTO_STARTS` (all but
-        ``"ica"``, which needs more training points than a fifth of a few hundred:
-        use it with ``cv``).
+        ``"ica"``, which needs more training points than a fifth of a few hundred),
+        with ``"ica"`` added when the test cross-fits (``cv``).
     optimizer : {"adam", "gd"}, default="adam"
     learning_rate : float, default=0.01
     schedule : {"cosine", "constant"}, default="cosine"
@@ -457,7 +458,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         self.max_memory = max_memory
         self.whiten = whiten
 
-    def _search(self, X, rng, ascent_size=None):
+    def _search(self, X, rng, ascent_size=None, starts=None):
         """The direction search in each geometry of ``whiten``, and the whitening.
 
         Returns ``(result, whitening)``: whitened candidates are mapped back to the
@@ -470,10 +471,11 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         results = []
         for geometry in geometries:
             if geometry == "euclidean":
-                results.append(self._search_in(X, self.model, rng, ascent_size))
+                results.append(self._search_in(X, self.model, rng, ascent_size, starts))
                 continue
             A, B = white
-            res = self._search_in(X @ A, _WhitenedScore(self.model, B), rng, ascent_size)
+            res = self._search_in(X @ A, _WhitenedScore(self.model, B), rng, ascent_size,
+                                  starts)
             G, R, h = _from_whitened(res.directions, res.slices, res.bandwidth, A, B)
             candidates = tuple((f"{name}, whitened",) + _from_whitened(Gc, Rc, hc, A, B)
                                for name, Gc, Rc, hc in res.candidates)
@@ -485,11 +487,11 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
                           candidates=sum((r.candidates for r in results), ()))
         return res, white
 
-    def _search_in(self, X, model, rng, ascent_size=None):
+    def _search_in(self, X, model, rng, ascent_size=None, starts=None):
         return search_directions(
             X, model, variant=self.variant, n_slices=self.n_slices, kernel=self.kernel,
             kernel_params=self.kernel_params, bandwidth=self.bandwidth, init=self.init,
-            starts=self.starts, ascent_size=ascent_size,
+            starts=self.starts if starts is None else starts, ascent_size=ascent_size,
             optimizer=self.optimizer, learning_rate=self.learning_rate,
             schedule=self.schedule, max_iter=self.max_iter, tol=self.tol,
             patience=self.patience, n_restarts=self.n_restarts,
@@ -657,6 +659,9 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         split_rng, *fold_rngs = rng.spawn(K + 1)
         folds = crossfit_folds(X.shape[0], K, split_rng)
         ascent_size = _n_train(self.train_size, X.shape[0])
+        starts = self.starts
+        if starts is None and self.variant in AUTO_STARTS:
+            starts = AUTO_STARTS[self.variant] + ("ica",)  # the folds learn on enough points
         out = []
         for test_idx, fold_rng in zip(folds, fold_rngs):
             search_rng, spec_rng = fold_rng.spawn(2)
@@ -664,7 +669,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             learn[test_idx] = False
             Xtr, Xte = X[learn], X[test_idx]
             with _on_fold(Xtr, K):
-                candidates = self._search(Xtr, search_rng, ascent_size)[0].candidates
+                candidates = self._search(Xtr, search_rng, ascent_size, starts)[0].candidates
             S, specs = self._specs(Xte, candidates, spec_rng)
             out.append((Xte, S, specs))
         return out
