@@ -124,7 +124,8 @@ class BNNRegressor(RegressorMixin, BaseEstimator):
     >>> import numpy as np
     >>> from skstein import BNNRegressor
     >>> rng = np.random.default_rng(0)
-    >>> X = rng.uniform(-2, 2, size=(200, 1)); y = np.sin(2 * X[:, 0]) + 0.1 * rng.standard_normal(200)
+    >>> X = rng.uniform(-2, 2, size=(200, 1))
+    >>> y = np.sin(2 * X[:, 0]) + 0.1 * rng.standard_normal(200)
     >>> reg = BNNRegressor(n_hidden=20, n_particles=10, n_epochs=100, step_size=1e-2,
     ...                    random_state=0).fit(X, y)
     >>> mean, std = reg.predict(X[:3], return_std=True)
