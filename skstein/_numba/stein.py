@@ -16,6 +16,7 @@ the O(N^2) elementwise work and writes :math:`h_p` over ``G`` in place.
 import numpy as np
 from numba import njit, prange
 
+from ._blas import gemm_nt, sgemm_nn
 from ._jit import IMQ, PARALLEL, RBF  # noqa: F401 (the kernel codes are part of this API)
 from .sliced import fast_exp
 
@@ -292,9 +293,13 @@ def _pass_block(k, block, width, code, p0s, p1, two_d, Xc, S, nx, nsx, scale, VT
         w = c1 - c0
         Xt = Xc[c0:c1]
         St = S[c0:c1]
-        G = np.dot(Xa, Xt.T)
-        SS = np.dot(Sa, St.T)
-        C = np.dot(Xa, St.T) + np.dot(Sa, Xt.T)
+        G = np.empty((B, w))
+        SS = np.empty((B, w))
+        C = np.empty((B, w))
+        gemm_nt(Xa, Xt, G, 0.0)
+        gemm_nt(Sa, St, SS, 0.0)
+        gemm_nt(Xa, St, C, 0.0)
+        gemm_nt(Sa, Xt, C, 1.0)
         H = np.empty((L, B, w))
         for bi in range(B):
             _multi_row(code, p0s, p1, two_d, G, SS, C, nx, nsx, bi, a, c0, H, rs, t, cross)
@@ -316,7 +321,7 @@ def _pass_block(k, block, width, code, p0s, p1, two_d, Xc, S, nx, nsx, scale, VT
                     for j in range(w):
                         v = row[j] * s
                         out[j] = 0.0 if abs(v) < tiny else v
-            P += np.dot(Hf, VT[c0:c1])
+            sgemm_nn(Hf, VT[c0:c1], P, 1.0)
     if forms_on:
         for li in range(L):
             for m in range(M):
@@ -335,8 +340,8 @@ def stein_pass_blocks(code, p0s, p1, dim, Xc, S, nx, nsx, block, width, scale, V
     Blocks of ``block`` rows ``a:b`` run in a ``prange`` (blocks ``p`` and ``nb - 1 - p``
     in one iteration, so every iteration has the same work). A block walks its columns
     ``a:`` in chunks of ``width``: the Gram chunks ``X_a X_c^T``, ``S_a S_c^T``,
-    ``X_a S_c^T + S_a X_c^T`` by BLAS from the block's own thread (the caller holds BLAS
-    at one thread), the ``L`` kernels on them (:func:`_multi_row`, zero at and below the
+    ``X_a S_c^T + S_a X_c^T`` by BLAS from the block's own thread (:mod:`._blas`; the
+    caller holds BLAS at one thread), the ``L`` kernels on them (:func:`_multi_row`, zero at and below the
     diagonal), their row and column sums, and, with ``forms_on``, the products of the
     single-precision scaled kernels (:func:`skstein._numba.bootstrap.scaled_single`)
     with the weights, summed over chunks. No two blocks write the same element, so the
@@ -371,11 +376,12 @@ def stein_pass_blocks(code, p0s, p1, dim, Xc, S, nx, nsx, block, width, scale, V
     n = Xc.shape[0]
     nb = (n + block - 1) // block
     two_d = 2.0 * dim
-    for p in prange((nb + 1) // 2):
-        _pass_block(p, block, width, code, p0s, p1, two_d, Xc, S, nx, nsx, scale, VT,
-                    forms_on, rowpart, colpart, coloff, formpart)
-        q = nb - 1 - p
-        if q != p:
-            _pass_block(q, block, width, code, p0s, p1, two_d, Xc, S, nx, nsx, scale, VT,
+    for t in prange(2 * ((nb + 1) // 2)):
+        # iteration t takes block t // 2 or its mirror nb - 1 - t // 2; the static schedule
+        # gives each thread consecutive iterations, so mirrored pairs share a thread and
+        # the threads' work stays balanced (one call site: compiled once)
+        k = t // 2 if t % 2 == 0 else nb - 1 - t // 2
+        if t % 2 == 0 or k != t // 2:
+            _pass_block(k, block, width, code, p0s, p1, two_d, Xc, S, nx, nsx, scale, VT,
                         forms_on, rowpart, colpart, coloff, formpart)
     return rowpart

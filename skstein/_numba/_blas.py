@@ -1,0 +1,70 @@
+"""Matrix products called from inside numba kernels: BLAS ``dgemm`` / ``sgemm``.
+
+The pooled Stein pass (:func:`skstein._numba.stein.stein_pass_blocks`) forms each block's
+Gram and weight products on the thread that owns the block. ``np.dot`` inside a kernel
+would do, but its compiled implementation (checks and dispatch for every dtype and
+layout) multiplied the kernel's first compile several times over; these two products
+call scipy's BLAS directly. The functions' addresses are given to LLVM under fixed
+names when this module is imported, so the compiled kernels refer to the names and
+numba's cache keeps working across processes.
+
+Both take C-contiguous arrays (row blocks of C-contiguous arrays are) and call BLAS
+with column-major views of them; the caller holds BLAS at one thread.
+"""
+
+import numpy as np
+from llvmlite import binding as ll
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import get_cython_function_address, intrinsic
+
+for _name in ("dgemm", "sgemm"):
+    ll.add_symbol(f"skstein_{_name}",
+                  get_cython_function_address("scipy.linalg.cython_blas", _name))
+_SIG = types.void(*([types.voidptr] * 13))
+_dgemm = types.ExternalFunction("skstein_dgemm", _SIG)
+_sgemm = types.ExternalFunction("skstein_sgemm", _SIG)
+
+
+@intrinsic
+def _ptr(typingctx, arr):
+    """The address of an array's first element, as ``void *``."""
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        return builder.bitcast(ary.data, ir.IntType(8).as_pointer())
+
+    return types.voidptr(arr), codegen
+
+
+@njit(cache=True)
+def gemm_nt(A, B, C, beta):
+    r"""``C = A B^T + beta C`` in float64: ``A`` (m, k), ``B`` (n, k), ``C`` (m, n).
+
+    In column-major terms :math:`C^T = B A^T`: ``dgemm('T', 'N')`` on the arrays as they
+    are.
+    """
+    m, k = A.shape
+    n = B.shape[0]
+    flags = np.array([ord("T"), ord("N")], dtype=np.uint8)
+    ints = np.array([n, m, k, k, k, n], dtype=np.int32)
+    scal = np.array([1.0, beta])
+    _dgemm(_ptr(flags[0:]), _ptr(flags[1:]), _ptr(ints[0:]), _ptr(ints[1:]), _ptr(ints[2:]),
+           _ptr(scal[0:]), _ptr(B), _ptr(ints[3:]), _ptr(A), _ptr(ints[4:]), _ptr(scal[1:]),
+           _ptr(C), _ptr(ints[5:]))
+
+
+@njit(cache=True)
+def sgemm_nn(A, B, C, beta):
+    r"""``C = A B + beta C`` in float32: ``A`` (m, k), ``B`` (k, n), ``C`` (m, n).
+
+    In column-major terms :math:`C^T = B^T A^T`: ``sgemm('N', 'N')`` with the operands
+    swapped.
+    """
+    m, k = A.shape
+    n = B.shape[1]
+    flags = np.array([ord("N")], dtype=np.uint8)
+    ints = np.array([n, m, k, n, k, n], dtype=np.int32)
+    scal = np.array([1.0, beta], dtype=np.float32)
+    _sgemm(_ptr(flags), _ptr(flags), _ptr(ints[0:]), _ptr(ints[1:]), _ptr(ints[2:]),
+           _ptr(scal[0:]), _ptr(B), _ptr(ints[3:]), _ptr(A), _ptr(ints[4:]), _ptr(scal[1:]),
+           _ptr(C), _ptr(ints[5:]))
