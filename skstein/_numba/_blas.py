@@ -24,6 +24,9 @@ for _name in ("dgemm", "sgemm"):
 _SIG = types.void(*([types.voidptr] * 13))
 _dgemm = types.ExternalFunction("skstein_dgemm", _SIG)
 _sgemm = types.ExternalFunction("skstein_sgemm", _SIG)
+#: BLAS's transpose flags "T", "N" and "N" (read-only constants of the kernels)
+_TN = np.array([ord("T"), ord("N")], dtype=np.uint8)
+_NN = np.array([ord("N"), ord("N")], dtype=np.uint8)
 
 
 @intrinsic
@@ -45,10 +48,9 @@ def gemm_nt(A, B, C, beta):
     """
     m, k = A.shape
     n = B.shape[0]
-    flags = np.array([ord("T"), ord("N")], dtype=np.uint8)
     ints = np.array([n, m, k, k, k, n], dtype=np.int32)
     scal = np.array([1.0, beta])
-    _dgemm(_ptr(flags[0:]), _ptr(flags[1:]), _ptr(ints[0:]), _ptr(ints[1:]), _ptr(ints[2:]),
+    _dgemm(_ptr(_TN[0:]), _ptr(_TN[1:]), _ptr(ints[0:]), _ptr(ints[1:]), _ptr(ints[2:]),
            _ptr(scal[0:]), _ptr(B), _ptr(ints[3:]), _ptr(A), _ptr(ints[4:]), _ptr(scal[1:]),
            _ptr(C), _ptr(ints[5:]))
 
@@ -62,9 +64,8 @@ def sgemm_nn(A, B, C, beta):
     """
     m, k = A.shape
     n = B.shape[1]
-    flags = np.array([ord("N")], dtype=np.uint8)
     ints = np.array([n, m, k, n, k, n], dtype=np.int32)
     scal = np.array([1.0, beta], dtype=np.float32)
-    _sgemm(_ptr(flags), _ptr(flags), _ptr(ints[0:]), _ptr(ints[1:]), _ptr(ints[2:]),
+    _sgemm(_ptr(_NN[0:]), _ptr(_NN[1:]), _ptr(ints[0:]), _ptr(ints[1:]), _ptr(ints[2:]),
            _ptr(scal[0:]), _ptr(B), _ptr(ints[3:]), _ptr(A), _ptr(ints[4:]), _ptr(scal[1:]),
            _ptr(C), _ptr(ints[5:]))
