@@ -428,14 +428,16 @@ def _finite_distances(X, name="X"):
 
 
 def _positive_median(d, name="X"):
-    med = float(np.median(d))
+    """Median of the distances ``d`` (of the positive ones if that is 0); ``d`` is the
+    caller's own array, reordered in place (no copy of up to 2 million values)."""
+    med = float(np.median(d, overwrite_input=True))
     if not med > 0:
         d = d[d > 0]
         if d.size == 0:
             raise ValueError(
                 f"all samples coincide ({name} has no two distinct rows), so the median "
                 "heuristic is undefined; give an explicit bandwidth.")
-        med = float(np.median(d))
+        med = float(np.median(d, overwrite_input=True))
     if med < MIN_BANDWIDTH:
         raise ValueError(f"the median distance of {name} ({med:.3g}) is below the smallest "
                          f"bandwidth, {MIN_BANDWIDTH:.3g}; rescale {name} or give a bandwidth.")
@@ -557,7 +559,8 @@ def bandwidth_grid(X, n_bandwidths=10, *, max_points=2000, random_state=None):
     if n_bandwidths == 1:
         return np.array([med])
     pos = d[d > 0]
-    lo = min(max(float(np.quantile(pos, GRID_QUANTILE)), MIN_BANDWIDTH), med)
+    lo = min(max(float(np.quantile(pos, GRID_QUANTILE, overwrite_input=True)), MIN_BANDWIDTH),
+             med)
     return np.geomspace(lo, GRID_TOP * med, n_bandwidths)
 
 
