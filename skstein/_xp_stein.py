@@ -30,9 +30,8 @@ from ._validation import resolve_score
 from ._xp import check_same_namespace, to_host
 from .discrepancy import DEFAULT_MAX_MEMORY, SteinSums, check_stein_finite
 
-__all__ = ["xp_check_samples", "xp_evaluate_score", "xp_check_score_finite", "xp_sums_and_forms",
-           "xp_stein_matrix",
-           "DEVICE_MAX_MEMORY"]
+__all__ = ["xp_check_samples", "xp_evaluate_score", "xp_check_score_finite",
+           "xp_sums_and_forms", "xp_stein_matrix", "DEVICE_MAX_MEMORY"]
 
 #: Smallest memory budget (bytes) of a block on a device: a GPU runs a few large products
 #: far faster than many small ones (at n = 20000 and 10 bandwidths the host's default of
