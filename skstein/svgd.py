@@ -266,7 +266,8 @@ class _ParticleSampler(BaseEstimator):
             Array API library (CuPy, PyTorch, ``array-api-strict``), with
             ``sklearn.set_config(array_api_dispatch=True)``, is moved with that
             library on its device (the target's score must then return arrays of the
-            same library and device), and ``particles_`` is such an array.
+            same library and device), and ``particles_`` is such an array: float32
+            particles stay float32 there, others become float64.
         y : ignored
 
         Returns
