@@ -120,9 +120,19 @@ class BNNPosterior(Distribution):
 
     # ---------------------------------------------------------------- layout
     def unpack(self, theta):
-        """Views ``(W1, b1, w2, b2, log_gamma, log_lambda)`` of particles ``theta``.
+        r"""Views ``(W1, b1, w2, b2, log_gamma, log_lambda)`` of particles ``theta``.
 
-        Shapes ``(k, d, H)``, ``(k, H)``, ``(k, H)``, ``(k,)``, ``(k,)``, ``(k,)``.
+        Parameters
+        ----------
+        theta : ndarray of shape (k, dim)
+            Particles, one per row: the :math:`P` weights (``W1`` row-major, ``b1``,
+            ``w2``, ``b2``), then :math:`\log\gamma` and :math:`\log\lambda`.
+
+        Returns
+        -------
+        tuple of ndarray
+            Views of shapes ``(k, d, H)``, ``(k, H)``, ``(k, H)``, ``(k,)``, ``(k,)``
+            and ``(k,)``.
         """
         k, d, H = theta.shape[0], self.n_features, self.n_hidden
         W1 = theta[:, :d * H].reshape(k, d, H)
@@ -145,7 +155,19 @@ class BNNPosterior(Distribution):
         return out, hidden
 
     def predict(self, theta, X):
-        """Network outputs ``f_k(x_i)``: an array of shape ``(k, n)``."""
+        """Network outputs ``f_k(x_i)`` of each particle at each row of ``X``.
+
+        Parameters
+        ----------
+        theta : array-like of shape (k, dim)
+            Particles, one per row.
+        X : array-like of shape (n, n_features)
+            Inputs, one per row, on the scale the posterior was built with.
+
+        Returns
+        -------
+        ndarray of shape (k, n)
+        """
         theta = self._check_theta(theta)
         X = np.asarray(X, dtype=np.float64)
         return self._forward(theta, X)[0]
