@@ -359,13 +359,13 @@ def independent_directions(X, n_directions, rng):
     r"""Directions of extreme non-Gaussianity: deflationary FastICA on the whitened sample.
 
     The one-unit fixed point of Hyvärinen (1999) with the log-cosh contrast,
-    :math:`w \leftarrow E[z 	anh(w^	op z)] - E[1 - 	anh^2(w^	op z)]\, w`, on the
-    whitened points :math:`z = A^	op 	ilde x` (:math:`	ilde x` centred), each
+    :math:`w \leftarrow E[z \tanh(w^\top z)] - E[1 - \tanh^2(w^\top z)]\, w`, on the
+    whitened points :math:`z = A^\top \tilde x` (:math:`\tilde x` centred), each
     direction from a random start, kept orthogonal to those found before and
     normalised after every step (at most ``ICA_ITERATIONS`` steps, until it moves by
     less than ``ICA_TOL``). Each unmixing vector is mapped back to the data's
     coordinates (:math:`g \propto A w`, the direction whose projection of the data is
-    :math:`w^	op z`) and normalised. Cost: ``O(n d)`` per step and direction.
+    :math:`w^\top z`) and normalised. Cost: ``O(n d)`` per step and direction.
 
     Parameters
     ----------
@@ -405,7 +405,7 @@ def independent_directions(X, n_directions, rng):
 
 
 def _tanh_stein_moments(X, S, C):
-    r"""Stein moments :math:`E[s_a 	anh(u_j) + C_{ja} \operatorname{sech}^2(u_j) / \sigma_j]`.
+    r"""Stein moments :math:`E[s_a \tanh(u_j) + C_{ja} \operatorname{sech}^2(u_j) / \sigma_j]`.
 
     ``u_j`` is the projection of the centred data on ``C_j`` divided by its standard
     deviation ``sigma_j``; zero in expectation under the model for every slice ``a``

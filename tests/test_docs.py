@@ -13,7 +13,8 @@ ROOT = os.path.join(os.path.dirname(__file__), "..")
 
 #: Public modules whose ``__all__`` the API reference documents (constants aside).
 MODULES = ["skstein", "skstein.distributions", "skstein.learning", "skstein.samplers",
-           "skstein.kernels", "skstein.experiments"]
+           "skstein.kernels", "skstein.experiments", "skstein.directions", "skstein.gof",
+           "skstein.relative"]
 
 
 def _api_names():
@@ -59,3 +60,13 @@ def test_examples_are_gallery_scripts(path):
     assert title and set(underline) == {"="} and len(underline) >= len(title)
     assert "# %%" in source
     assert ".savefig(" not in source  # the gallery collects the figures
+
+
+def test_sources_have_no_tab_characters():
+    # A docstring's "\tanh" typed without r"" becomes a tab and a broken formula.
+    bad = []
+    for path in glob.glob(os.path.join(ROOT, "skstein", "**", "*.py"), recursive=True):
+        with open(path, encoding="utf-8") as fh:
+            bad += [f"{os.path.relpath(path, ROOT)}:{i}" for i, line in enumerate(fh, 1)
+                    if "\t" in line]
+    assert not bad, f"tab characters in {bad}"

@@ -83,7 +83,16 @@ def _accepts_keyword(fn, keyword):
 
 
 def check_latent_model(model, name="model"):
-    """Raise a TypeError naming ``name`` unless ``model`` has the latent-variable protocol."""
+    """Raise a TypeError naming ``name`` unless ``model`` has the latent-variable protocol.
+
+    Parameters
+    ----------
+    model : object
+        The model to check: it needs ``grad_logpdf_conditional(X, Z)`` and
+        ``sample_posterior(X, n_samples, random_state)``.
+    name : str, default="model"
+        The argument's name in the error message.
+    """
     missing = [m for m in ("grad_logpdf_conditional", "sample_posterior")
                if not callable(getattr(model, m, None))]
     if missing:
