@@ -42,9 +42,7 @@ nitpicky = False
 
 # -- autodoc / autosummary / numpydoc ---------------------------------------------
 autosummary_generate = True
-autodoc_default_options = {"members": True, "inherited-members": False,
-                           # scikit-learn's metadata-routing setters refer to its own docs
-                           "exclude-members": "set_score_request, set_fit_request"}
+autodoc_default_options = {"members": True, "inherited-members": False}
 autodoc_typehints = "none"
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
