@@ -47,6 +47,40 @@ from .stein import radial_profile
 _LOG_TINY = -700.0
 
 
+@njit(cache=True, inline="always")
+def _log_cosh(y):
+    y = abs(y)
+    return y + np.log1p(np.exp(-2.0 * y)) - np.log(2.0)
+
+
+@njit(cache=True, inline="always")
+def _sq_dist(X, i, V, j, d):
+    r""":math:`\|x_i - v_j\|^2`, coordinates summed in order."""
+    t = 0.0
+    for a in range(d):
+        r = X[i, a] - V[j, a]
+        t += r * r
+    return t
+
+
+@njit(cache=True, inline="always")
+def _tilt_sum(X, i, center, d):
+    r""":math:`\sum_a \sqrt{1 + (x_{ia} - m_a)^2}`, the tilt's sum of the sech features."""
+    tx = 0.0
+    for a in range(d):
+        u = X[i, a] - center[a]
+        tx += np.sqrt(1.0 + u * u)
+    return tx
+
+
+@njit(cache=True, inline="always")
+def _minus_log_cosh(acc, X, i, Z, j, rate, d):
+    r"""``acc`` minus :math:`\sum_a \log\cosh(\rho (x_{ia} - z_{ja}))`, summed in order."""
+    for a in range(d):
+        acc -= _log_cosh(rate * (X[i, a] - Z[j, a]))
+    return acc
+
+
 @njit(cache=True, parallel=PARALLEL)
 def fssd_feature_rows(code, p0, p1, X, S, V, scale, out):
     """FSSD feature rows ``out[i, j*D + a] = scale * (kappa s_ia + 2 kappa' (x_ia - v_ja))``.
@@ -57,10 +91,7 @@ def fssd_feature_rows(code, p0, p1, X, S, V, scale, out):
     J = V.shape[0]
     for i in prange(n):
         for j in range(J):
-            t = 0.0
-            for a in range(d):
-                r = X[i, a] - V[j, a]
-                t += r * r
+            t = _sq_dist(X, i, V, j, d)
             k, k1, _ = radial_profile(code, t, p0, p1)
             base = j * d
             for a in range(d):
@@ -113,12 +144,6 @@ def fssd_feature_adjoint(code, p0, p1, X, S, V, h, scale, G, grad_v, grad_h):
     return grad_v, grad_h
 
 
-@njit(cache=True, inline="always")
-def _log_cosh(y):
-    y = abs(y)
-    return y + np.log1p(np.exp(-2.0 * y)) - np.log(2.0)
-
-
 @njit(cache=True, parallel=PARALLEL)
 def imq_log_magnitudes(X, Z, c2, beta, logc, out):
     """``out[i, j] = logc[j] + beta * log(c2 + ||x_i - z_j||^2)``; (B, J)."""
@@ -126,10 +151,7 @@ def imq_log_magnitudes(X, Z, c2, beta, logc, out):
     J = Z.shape[0]
     for i in prange(n):
         for j in range(J):
-            t = 0.0
-            for a in range(d):
-                r = X[i, a] - Z[j, a]
-                t += r * r
+            t = _sq_dist(X, i, Z, j, d)
             out[i, j] = logc[j] + beta * np.log(c2 + t)
     return out
 
@@ -141,10 +163,7 @@ def imq_feature_rows(X, S, Z, c2, beta, logc, shift, out):
     J = Z.shape[0]
     for i in prange(n):
         for j in range(J):
-            t = 0.0
-            for a in range(d):
-                r = X[i, a] - Z[j, a]
-                t += r * r
+            t = _sq_dist(X, i, Z, j, d)
             base_t = c2 + t
             e = logc[j] + beta * np.log(base_t) - shift
             mag = np.exp(e) if e > _LOG_TINY else 0.0
@@ -162,14 +181,10 @@ def sech_log_magnitudes(X, Z, center, tilt, rate, logc, out):
     n, d = X.shape
     J = Z.shape[0]
     for i in prange(n):
-        tx = 0.0
-        for a in range(d):
-            u = X[i, a] - center[a]
-            tx += np.sqrt(1.0 + u * u)
+        tx = _tilt_sum(X, i, center, d)
         for j in range(J):
             acc = logc[j] + tilt * tx
-            for a in range(d):
-                acc -= _log_cosh(rate * (X[i, a] - Z[j, a]))
+            acc = _minus_log_cosh(acc, X, i, Z, j, rate, d)
             out[i, j] = acc
     return out
 
@@ -180,14 +195,10 @@ def sech_feature_rows(X, S, Z, center, tilt, rate, logc, shift, out):
     n, d = X.shape
     J = Z.shape[0]
     for i in prange(n):
-        tx = 0.0
-        for a in range(d):
-            u = X[i, a] - center[a]
-            tx += np.sqrt(1.0 + u * u)
+        tx = _tilt_sum(X, i, center, d)
         for j in range(J):
             acc = logc[j] + tilt * tx - shift
-            for a in range(d):
-                acc -= _log_cosh(rate * (X[i, a] - Z[j, a]))
+            acc = _minus_log_cosh(acc, X, i, Z, j, rate, d)
             mag = np.exp(acc) if acc > _LOG_TINY else 0.0
             base = j * d
             for a in range(d):
