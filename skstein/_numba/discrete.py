@@ -61,7 +61,8 @@ BOW = 1
 
 
 @njit(cache=True, inline="always")
-def _shift(v, s, L):
+def cyclic_shift(v, s, L):
+    """``(v + s) mod L`` for ``v`` in ``{0, ..., L-1}`` and a step ``|s| <= L``."""
     w = v + s
     if w >= L:
         w -= L
@@ -80,6 +81,33 @@ def _ne(a, b):
     return 0 if a == b else 1
 
 
+@njit(cache=True, inline="always")
+def _difference_term(s, t, k00, km0, k0m, kmm):
+    """Coordinate ``j``'s term of the difference operator's Stein kernel.
+
+    ``s``, ``t``: the ratios of ``x`` and ``y``; ``kab``: the base kernel at ``x`` moved
+    by ``a`` and ``y`` moved by ``b`` along ``e_j`` (``0``: not moved, ``m``: by -1).
+    Both embeddings (one-hot and bag of words) call it with their kernel values.
+    """
+    return (s * t * k00 + s * (k00 - k0m) + t * (k00 - km0)
+            + k00 - km0 - k0m + kmm)
+
+
+@njit(cache=True, inline="always")
+def _barker_term(wp, wm, vpw, vmw, kpp, kpm, kmp, kmm, kp0, km0, k0p, k0m, k00):
+    """Coordinate ``j``'s term of the Zanella-Barker Stein kernel.
+
+    ``wp``, ``wm``: the weights of the moves +1 and -1 of ``x``; ``vpw``, ``vmw``: those
+    of ``y``; ``kab``: the base kernel at ``x`` moved by ``a`` and ``y`` moved by ``b``
+    along ``e_j`` (``p``: +1, ``m``: -1, ``0``: not moved).
+    """
+    sa = wp + wm
+    sb = vpw + vmw
+    return (wp * (vpw * kpp + vmw * kpm) + wm * (vpw * kmp + vmw * kmm)
+            - sb * (wp * kp0 + wm * km0) - sa * (vpw * k0p + vmw * k0m)
+            + sa * sb * k00)
+
+
 @njit(cache=True)
 def pair_onehot(op, xi, xl, nvals, ai, bi, al, bl, ktab):
     """Stein kernel value of one pair for the one-hot (Hamming) embedding."""
@@ -94,19 +122,16 @@ def pair_onehot(op, xi, xl, nvals, ai, bi, al, bl, ktab):
         u = xi[j]
         v = xl[j]
         base = d - _ne(u, v)
-        um = _shift(u, -1, L)
-        vm = _shift(v, -1, L)
+        um = cyclic_shift(u, -1, L)
+        vm = cyclic_shift(v, -1, L)
         if op == DIFFERENCE:
             km0 = ktab[2 * (base + _ne(um, v))]
             k0m = ktab[2 * (base + _ne(u, vm))]
             kmm = ktab[2 * (base + _ne(um, vm))]
-            s = ai[j]
-            t = al[j]
-            acc += (s * t * k00 + s * (k00 - k0m) + t * (k00 - km0)
-                    + k00 - km0 - k0m + kmm)
+            acc += _difference_term(ai[j], al[j], k00, km0, k0m, kmm)
         else:
-            up = _shift(u, 1, L)
-            vp = _shift(v, 1, L)
+            up = cyclic_shift(u, 1, L)
+            vp = cyclic_shift(v, 1, L)
             kpp = ktab[2 * (base + _ne(up, vp))]
             kpm = ktab[2 * (base + _ne(up, vm))]
             kmp = ktab[2 * (base + _ne(um, vp))]
@@ -115,15 +140,8 @@ def pair_onehot(op, xi, xl, nvals, ai, bi, al, bl, ktab):
             km0 = ktab[2 * (base + _ne(um, v))]
             k0p = ktab[2 * (base + _ne(u, vp))]
             k0m = ktab[2 * (base + _ne(u, vm))]
-            wp = ai[j]
-            wm = bi[j]
-            vpw = al[j]
-            vmw = bl[j]
-            sa = wp + wm
-            sb = vpw + vmw
-            acc += (wp * (vpw * kpp + vmw * kpm) + wm * (vpw * kmp + vmw * kmm)
-                    - sb * (wp * kp0 + wm * km0) - sa * (vpw * k0p + vmw * k0m)
-                    + sa * sb * k00)
+            acc += _barker_term(ai[j], bi[j], al[j], bl[j], kpp, kpm, kmp, kmm, kp0, km0, k0p,
+                                k0m, k00)
     return acc
 
 
@@ -166,19 +184,16 @@ def pair_bow(op, xi, xl, L, ai, bi, al, bl, ktab, nci, ncl, cx, cy):
     for j in range(D):
         u = xi[j]
         v = xl[j]
-        um = _shift(u, -1, L)
-        vm = _shift(v, -1, L)
+        um = cyclic_shift(u, -1, L)
+        vm = cyclic_shift(v, -1, L)
         if op == DIFFERENCE:
             km0 = ktab[_t_x(t, cx, cy, u, um)]
             k0m = ktab[_t_y(t, cx, cy, v, vm)]
             kmm = ktab[_t_xy(t, cx, cy, u, um, v, vm)]
-            s = ai[j]
-            r = al[j]
-            acc += (s * r * k00 + s * (k00 - k0m) + r * (k00 - km0)
-                    + k00 - km0 - k0m + kmm)
+            acc += _difference_term(ai[j], al[j], k00, km0, k0m, kmm)
         else:
-            up = _shift(u, 1, L)
-            vp = _shift(v, 1, L)
+            up = cyclic_shift(u, 1, L)
+            vp = cyclic_shift(v, 1, L)
             kpp = ktab[_t_xy(t, cx, cy, u, up, v, vp)]
             kpm = ktab[_t_xy(t, cx, cy, u, up, v, vm)]
             kmp = ktab[_t_xy(t, cx, cy, u, um, v, vp)]
@@ -187,15 +202,8 @@ def pair_bow(op, xi, xl, L, ai, bi, al, bl, ktab, nci, ncl, cx, cy):
             km0 = ktab[_t_x(t, cx, cy, u, um)]
             k0p = ktab[_t_y(t, cx, cy, v, vp)]
             k0m = ktab[_t_y(t, cx, cy, v, vm)]
-            wp = ai[j]
-            wm = bi[j]
-            vpw = al[j]
-            vmw = bl[j]
-            sa = wp + wm
-            sb = vpw + vmw
-            acc += (wp * (vpw * kpp + vmw * kpm) + wm * (vpw * kmp + vmw * kmm)
-                    - sb * (wp * kp0 + wm * km0) - sa * (vpw * k0p + vmw * k0m)
-                    + sa * sb * k00)
+            acc += _barker_term(ai[j], bi[j], al[j], bl[j], kpp, kpm, kmp, kmm, kp0, km0, k0p,
+                                k0m, k00)
     for j in range(D):
         cy[xl[j]] = 0
     return acc

@@ -51,16 +51,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._jit import PARALLEL
-
-
-@njit(cache=True, inline="always")
-def _shift(v, s, L):
-    w = v + s
-    if w >= L:
-        w -= L
-    elif w < 0:
-        w += L
-    return w
+from .discrete import cyclic_shift
 
 
 @njit(cache=True)
@@ -87,7 +78,7 @@ def _run_task(x, betaT, alpha, site, shift, U, n_burn, states, acc, p, z, cnt):
             cnt[z[j]] -= 1.0
             tot = 0.0
             if j == site:
-                w2 = _shift(w, shift, V)
+                w2 = cyclic_shift(w, shift, V)
                 num = 0.0
                 for k in range(K):
                     a = cnt[k] + alpha[k]
@@ -104,7 +95,7 @@ def _run_task(x, betaT, alpha, site, shift, U, n_burn, states, acc, p, z, cnt):
                     p[k] = pk
                     tot += pk
                 if keep and site < 0 and not states:
-                    w1 = _shift(w, 1, V)
+                    w1 = cyclic_shift(w, 1, V)
                     num = 0.0
                     for k in range(K):
                         num += (cnt[k] + alpha[k]) * betaT[w1, k]
@@ -126,10 +117,10 @@ def _run_task(x, betaT, alpha, site, shift, U, n_burn, states, acc, p, z, cnt):
             cnt[knew] += 1.0
             if keep and states:
                 if j == site:
-                    w2 = _shift(w, shift, V)
+                    w2 = cyclic_shift(w, shift, V)
                     acc[j] += betaT[w2, knew] / (betaT[w, knew] + betaT[w2, knew])
                 elif site < 0:
-                    acc[j] += betaT[_shift(w, 1, V), knew] / betaT[w, knew]
+                    acc[j] += betaT[cyclic_shift(w, 1, V), knew] / betaT[w, knew]
 
 
 @njit(cache=True, parallel=PARALLEL)
