@@ -40,6 +40,7 @@ from numba import njit, prange
 
 from ._jit import PARALLEL
 from .sliced import RBF, _imq_k, fast_exp
+from .stein import radial_profile
 
 __all__ = ["radial_profile3", "stein_grad_block", "sliced_grad_upper", "pair_blocks"]
 
@@ -52,15 +53,8 @@ def radial_profile3(code, t, p0, p1):
         k1 = -p0 * k
         k2 = -p0 * k1
         return k, k1, k2, -p0 * k2
-    base = 1.0 + t * p0
-    if p1 == -0.5:
-        k = 1.0 / np.sqrt(base)
-    else:
-        k = base**p1
-    ib = 1.0 / base
-    k1 = p1 * p0 * k * ib
-    k2 = (p1 - 1.0) * p0 * k1 * ib
-    k3 = (p1 - 2.0) * p0 * k2 * ib
+    k, k1, k2 = radial_profile(code, t, p0, p1)  # IMQ
+    k3 = (p1 - 2.0) * p0 * k2 * (1.0 / (1.0 + t * p0))
     return k, k1, k2, k3
 
 

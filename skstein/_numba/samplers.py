@@ -16,6 +16,17 @@ from numba import njit, prange
 from ._jit import PARALLEL
 
 
+@njit(cache=True, inline="always")
+def _accept_row(i, log_ratio, Z, G, lp, Zp, Gp, lpp, logu, accepted):
+    """Move chain ``i`` to its proposal when ``log u_i < log_ratio`` (a finite ratio)."""
+    if np.isfinite(log_ratio) and logu[i] < log_ratio:
+        for k in range(Z.shape[1]):
+            Z[i, k] = Zp[i, k]
+            G[i, k] = Gp[i, k]
+        lp[i] = lpp[i]
+        accepted[i] += 1
+
+
 @njit(cache=True)
 def mala_accept(Z, G, lp, Zp, Gp, lpp, logu, step, accepted):
     r"""Metropolis-adjusted Langevin accept/reject, in place.
@@ -55,12 +66,7 @@ def mala_accept(Z, G, lp, Zp, Gp, lpp, logu, step, accepted):
             fwd += a * a
             bwd += b * b
         log_ratio = lpp[i] - lp[i] + (fwd - bwd) * inv
-        if np.isfinite(log_ratio) and logu[i] < log_ratio:
-            for k in range(d):
-                Z[i, k] = Zp[i, k]
-                G[i, k] = Gp[i, k]
-            lp[i] = lpp[i]
-            accepted[i] += 1
+        _accept_row(i, log_ratio, Z, G, lp, Zp, Gp, lpp, logu, accepted)
 
 
 @njit(cache=True)
@@ -80,12 +86,7 @@ def hmc_accept(Z, G, lp, Zp, Gp, lpp, P0, P1, logu, accepted):
             k0 += P0[i, k] * P0[i, k]
             k1 += P1[i, k] * P1[i, k]
         log_ratio = lpp[i] - lp[i] - 0.5 * (k1 - k0)
-        if np.isfinite(log_ratio) and logu[i] < log_ratio:
-            for k in range(d):
-                Z[i, k] = Zp[i, k]
-                G[i, k] = Gp[i, k]
-            lp[i] = lpp[i]
-            accepted[i] += 1
+        _accept_row(i, log_ratio, Z, G, lp, Zp, Gp, lpp, logu, accepted)
 
 
 def _sghmc_body(Z, V, G, noise_grad, noise_inj, step, friction, grad_sd, inj_sd, i):
