@@ -32,6 +32,7 @@ def caller_stacklevel():
 __all__ = [
     "named_errors",
     "check_samples",
+    "check_matrix_shape",
     "validate_samples",
     "check_alpha",
     "check_positive_float",
@@ -300,6 +301,20 @@ def warn_heavy_tails(S, name="model"):
     return alpha
 
 
+def check_matrix_shape(shape, name="X", of=""):
+    """A ValueError naming ``name`` unless ``shape`` is 2-D with at least one column.
+
+    For arrays that do not go through :func:`check_samples` (integer data, arrays of
+    other Array API libraries); ``of`` ends the first message (``" of integers"``).
+    """
+    if len(shape) != 2:
+        raise ValueError(f"{name} must be a 2-D array (n_samples, n_features){of}, got "
+                         f"shape {shape}.")
+    if shape[1] < 1:
+        raise ValueError(f"{name} has 0 feature(s) (shape={shape}) while a minimum of 1 is "
+                         "required.")
+
+
 def check_discrete_samples(X, n_values=None, name="X", min_samples=2):
     """Validate discrete samples: a 2-D array of integers in ``[0, n_values[j])``.
 
@@ -347,12 +362,7 @@ def check_discrete_samples(X, n_values=None, name="X", min_samples=2):
                          "data are integers.")
     if not (np.issubdtype(A.dtype, np.integer) or np.issubdtype(A.dtype, np.floating)):
         raise TypeError(f"{name} must hold integers (discrete values), got dtype {A.dtype}.")
-    if A.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array (n_samples, n_features) of integers, got "
-                         f"shape {A.shape}.")
-    if A.shape[1] < 1:
-        raise ValueError(f"{name} has 0 feature(s) (shape={A.shape}) while a minimum of 1 is "
-                         "required.")
+    check_matrix_shape(A.shape, name, " of integers")
     if A.shape[0] < min_samples:
         raise ValueError(f"{name} has {A.shape[0]} samples; at least {min_samples} are needed.")
     if np.issubdtype(A.dtype, np.floating):

@@ -26,7 +26,7 @@ Temporaries stay within ``max_memory`` bytes (at least :data:`DEVICE_MAX_MEMORY`
 import numpy as np
 
 from ._bootstrap import FORM_DTYPE
-from ._validation import resolve_score
+from ._validation import check_matrix_shape, resolve_score
 from ._xp import check_same_namespace, to_host
 from .discrepancy import DEFAULT_MAX_MEMORY, SteinSums, check_stein_finite
 
@@ -53,12 +53,7 @@ def xp_check_samples(X, xp, name="X", min_samples=2):
     Real floating arrays keep their precision (float32 data compute in float32);
     integer and boolean arrays become float64. Every error names ``name``.
     """
-    if X.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array (n_samples, n_features), got shape "
-                         f"{tuple(X.shape)}.")
-    if X.shape[1] < 1:
-        raise ValueError(f"{name} has 0 feature(s) (shape={tuple(X.shape)}) while a minimum "
-                         "of 1 is required.")
+    check_matrix_shape(tuple(X.shape), name)
     if X.shape[0] < min_samples:
         raise ValueError(f"{name} has {X.shape[0]} sample(s) (shape={tuple(X.shape)}) while a "
                          f"minimum of {min_samples} is required.")
