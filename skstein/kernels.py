@@ -353,6 +353,15 @@ def median_bandwidth(X, *, max_points=2000, random_state=None):
     return _positive_median(_finite_distances(X))
 
 
+def _projection_rows(U, max_points, random_state, what):
+    """Projections ``U`` as float64, subsampled to ``max_points`` rows; a ValueError that
+    names ``what`` unless they form a 2-D array with at least 2 rows."""
+    U = _subsample(np.asarray(U, dtype=np.float64), max_points, random_state)
+    if U.ndim != 2 or U.shape[0] < 2:
+        raise ValueError(f"{what} needs a 2-D array with at least 2 rows.")
+    return U
+
+
 def median_bandwidth_1d(U, *, max_points=1000, random_state=None):
     """Median heuristic per column: median of ``|u_i - u_j|``, ``i < j``, for each column of ``U``.
 
@@ -374,9 +383,7 @@ def median_bandwidth_1d(U, *, max_points=1000, random_state=None):
     -------
     ndarray of shape (m,)
     """
-    U = _subsample(np.asarray(U, dtype=np.float64), max_points, random_state)
-    if U.ndim != 2 or U.shape[0] < 2:
-        raise ValueError("the median heuristic needs a 2-D array with at least 2 rows.")
+    U = _projection_rows(U, max_points, random_state, "the median heuristic")
     _check_projections(U)
     n, m = U.shape
     # one thread for small inputs: waking the pool costs more than the work
@@ -626,9 +633,7 @@ def bandwidth_factor_grid(U, n_factors=10, *, max_points=1000, random_state=None
     -------
     ndarray of shape (n_factors,)
     """
-    U = _subsample(np.asarray(U, dtype=np.float64), max_points, random_state)
-    if U.ndim != 2 or U.shape[0] < 2:
-        raise ValueError("a factor grid needs a 2-D array with at least 2 rows.")
+    U = _projection_rows(U, max_points, random_state, "a factor grid")
     if n_factors == 1:
         return np.ones(1)
     _check_projections(U)
