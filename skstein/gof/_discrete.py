@@ -38,7 +38,7 @@ from ..discrete import (
 )
 from ._base import aggregated_result
 
-__all__ = ["discrete_operator", "fit", "store_fit", "test", "discrepancy", "score"]
+__all__ = ["discrete_operator", "resolve_kernel", "fit", "store_fit", "test", "discrepancy", "score"]
 
 
 def discrete_operator(est):
@@ -66,12 +66,19 @@ def _check_params(est):
             "RelativeKSDTest.")
 
 
-def _resolve(est, X, rng):
-    """``(X, n_values, kernel)``; the kernel is a tuple for ``bandwidth="aggregate"``."""
+def resolve_kernel(est, X, rng, models=("model",)):
+    """``(X, n_values, kernel)`` of the estimator's discrete kernel, resolved on ``X``.
+
+    ``X`` is validated against each of the estimator's ``models`` (attribute names) in
+    turn; the first resolves the bandwidth, the others take it. The kernel is a tuple
+    for a bandwidth collection (``bandwidth="aggregate"``).
+    """
     collection = is_collection(est.bandwidth)
-    X, nvals, kern = prepare_discrete(X, est.model, est.kernel,
-                                      1.0 if collection else est.bandwidth,
-                                      est.kernel_params, rng)
+    bandwidth = 1.0 if collection else est.bandwidth  # a collection is resolved below
+    for name in models:
+        X, nvals, kern = prepare_discrete(X, getattr(est, name), est.kernel, bandwidth,
+                                          est.kernel_params, rng, name)
+        bandwidth = kern.bandwidth
     if collection:
         kern = discrete_kernel_collection(X, est.kernel, nvals, est.n_bandwidths,
                                           est.kernel_params, rng)
@@ -83,7 +90,7 @@ def fit(est, X):
     operator = discrete_operator(est)
     _check_params(est)
     rng = as_generator(est.random_state)
-    X, _, kern = _resolve(est, X, rng)
+    X, _, kern = resolve_kernel(est, X, rng)
     return store_fit(est, X, operator, kern)
 
 
@@ -114,7 +121,7 @@ def _prepare(est, X, rng):
         nvals = model_n_values(est.model, X.shape[1])
         X = check_discrete_samples(X, nvals)
     else:
-        X, nvals, kern = _resolve(est, X, rng)
+        X, nvals, kern = resolve_kernel(est, X, rng)
     C, _ = operator_coefficients(est.model, X, operator, model_score="exact")
     return X, nvals, kern, operator, C
 

@@ -14,17 +14,14 @@ from .._validation import check_alpha, check_choice, check_no_whiten, check_posi
 from ..discrete import (
     DISCRETE_KERNELS,
     check_discrete_samples,
-    discrete_kernel_collection,
     discrete_stein_sums,
     is_discrete_kernel,
     is_discrete_model,
     model_n_values,
     operator_coefficients,
-    prepare_discrete,
     resolve_operator,
 )
-from ..discrepancy import is_collection
-from ..gof._discrete import store_fit
+from ..gof._discrete import resolve_kernel, store_fit
 from ._latent import MODEL_SCORES
 from ._stats import VARIANCES, aggregated_result, difference_sums, result_from_sums
 
@@ -76,15 +73,7 @@ def _prepare(est, X, rng, use_fitted=True):
             raise ValueError(f"X has {X0.shape[1]} features, but {type(est).__name__} is "
                              f"expecting {est.n_features_in_} features as input.")
         return check_discrete_samples(X0, nvals, min_samples=3), nvals, kern
-    collection = is_collection(est.bandwidth)
-    first = 1.0 if collection else est.bandwidth  # a collection is resolved below
-    X0, _, kern = prepare_discrete(X0, est.model_q, est.kernel, first, est.kernel_params, rng,
-                                   "model_q")
-    X0, _, _ = prepare_discrete(X0, est.model_p, est.kernel, kern.bandwidth, est.kernel_params,
-                                rng, "model_p")
-    if collection:
-        kern = discrete_kernel_collection(X0, est.kernel, nvals, est.n_bandwidths,
-                                          est.kernel_params, rng)
+    X0, _, kern = resolve_kernel(est, X0, rng, models=("model_q", "model_p"))
     return X0, nvals, kern
 
 
