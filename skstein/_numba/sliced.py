@@ -393,25 +393,88 @@ def _max_le(u, x):
 
 
 @njit(cache=True)
-def _kth_pair_diff(u, k):
-    """The k-th smallest (1-based) of the differences u[j] - u[i], i < j (ascending ``u``).
+def _min_gt(u, x):
+    """Smallest difference u[j] - u[i] (i < j) that is > x (ascending ``u``); inf if none."""
+    n = u.shape[0]
+    best = np.inf
+    j = 0
+    for i in range(n):
+        if j < i + 1:
+            j = i + 1
+        while j < n and u[j] - u[i] <= x:
+            j += 1
+        if j < n:
+            d = u[j] - u[i]
+            if d < best:
+                best = d
+    return best
 
-    Bisection on the value with an O(n) count per step, until no float lies
-    between the bounds; the answer is then the upper bound, an exact difference.
+
+#: The bisection of :func:`_pair_ranks` stops once at most this many differences lie
+#: in its bracket; those are then listed and sorted.
+PAIR_BRACKET = 24
+
+
+@njit(cache=True)
+def _bracket_diffs(u, lo, hi, out):
+    """The differences u[j] - u[i] (i < j) in ``(lo, hi]`` into ``out`` (ascending ``u``).
+
+    Two pointers per bound: for each ``i`` the ``j`` with a difference above ``lo``
+    and the ``j`` with one above ``hi`` only move forward. Returns how many were written.
     """
-    if _count_le(u, 0.0) >= k:
-        return 0.0
+    n = u.shape[0]
+    a = 0
+    b = 0
+    pos = 0
+    for i in range(n):
+        if a < i + 1:
+            a = i + 1
+        while a < n and u[a] - u[i] <= lo:
+            a += 1
+        if b < a:
+            b = a
+        while b < n and u[b] - u[i] <= hi:
+            b += 1
+        for j in range(a, b):
+            out[pos] = u[j] - u[i]
+            pos += 1
+    return pos
+
+
+@njit(cache=True)
+def _pair_ranks(u, k, k2, clo):
+    """The ``k``-th and ``k2``-th smallest (1-based, ``k <= k2 <= k + 1``) of the
+    differences u[j] - u[i], i < j, of ascending ``u``, given ``clo`` = the number of
+    differences <= 0, ``clo < k``.
+
+    Exact, with no pair array: bisection on the value with an O(n) count per step
+    narrows a bracket ``(lo, hi]`` that holds both ranks, until at most
+    :data:`PAIR_BRACKET` differences lie in it (those are then listed and sorted), a
+    count splits the two ranks, or no float lies between the bounds (then every
+    difference inside equals ``hi``). The answers are differences as computed, so
+    they equal the order statistics of the formed differences bit for bit.
+    """
+    n = u.shape[0]
     lo = 0.0
-    hi = u[u.shape[0] - 1] - u[0]
-    for _ in range(4000):
+    hi = u[n - 1] - u[0]
+    chi = n * (n - 1) // 2
+    while chi - clo > PAIR_BRACKET:
         mid = lo + 0.5 * (hi - lo)
         if mid <= lo or mid >= hi:
-            break
-        if _count_le(u, mid) >= k:
+            return hi, hi
+        c = _count_le(u, mid)
+        if c >= k2:
             hi = mid
-        else:
+            chi = c
+        elif c < k:
             lo = mid
-    return _max_le(u, hi)
+            clo = c
+        else:  # c == k < k2: rank k is the largest difference <= mid, rank k2 the next
+            return _max_le(u, mid), _min_gt(u, mid)
+    buf = np.empty(chi - clo)
+    _bracket_diffs(u, lo, hi, buf)
+    buf.sort()
+    return buf[k - clo - 1], buf[k2 - clo - 1]
 
 
 def median_abs_diff_columns(U, out):
@@ -472,6 +535,22 @@ def _quantile_sorted_rows(V, q, out):
 
 
 @njit(cache=True)
+def _middle_pair(u, offset, total, nzero):
+    """Median of the ranks ``offset + 1 .. offset + total`` of the pair differences."""
+    half = total // 2
+    k = offset + (half + 1 if total % 2 == 1 else half)
+    k2 = offset + half + 1
+    if k2 <= nzero:
+        return 0.0
+    if k <= nzero:
+        a = 0.0
+        b = _pair_ranks(u, k2, k2, nzero)[0]
+    else:
+        a, b = _pair_ranks(u, k, k2, nzero)
+    return a if total % 2 == 1 else 0.5 * (a + b)
+
+
+@njit(cache=True)
 def _median_abs_diff(u):
     """The median of the pair differences of ascending ``u`` (see median_abs_diff_columns)."""
     n = u.shape[0]
@@ -480,22 +559,9 @@ def _median_abs_diff(u):
     if nzero >= npairs:
         return -1.0
     # median of all differences, or of the positive ones when that is zero
-    offset = 0
-    total = npairs
-    half = total // 2
-    if total % 2 == 1:
-        med = _kth_pair_diff(u, half + 1)
-    else:
-        med = 0.5 * (_kth_pair_diff(u, half) + _kth_pair_diff(u, half + 1))
+    med = _middle_pair(u, 0, npairs, nzero)
     if med <= 0.0:
-        offset = nzero
-        total = npairs - nzero
-        half = total // 2
-        if total % 2 == 1:
-            med = _kth_pair_diff(u, offset + half + 1)
-        else:
-            med = 0.5 * (_kth_pair_diff(u, offset + half)
-                         + _kth_pair_diff(u, offset + half + 1))
+        med = _middle_pair(u, nzero, npairs - nzero, nzero)
     return med
 
 
@@ -511,7 +577,7 @@ def _quantile_abs_diff(u, q):
     rank = int(np.ceil(q * total))
     if rank < 1:
         rank = 1
-    return _kth_pair_diff(u, nzero + rank)
+    return _pair_ranks(u, nzero + rank, nzero + rank, nzero)[0]
 
 
 @njit(cache=True, inline="always")
