@@ -35,7 +35,13 @@ from ._validation import (
     resolve_score,
     validate_samples,
 )
-from .discrepancy import sliced_value_and_grad, stein_sums
+from ._gradients import _sliced_pass
+from .discrepancy import (
+    _sliced_kernel_params,
+    check_stein_finite,
+    sliced_value_and_grad,
+    stein_sums,
+)
 from .directions import _Adam, _tangent_unit_rows, _unit_rows
 from ._flows_xp import sliced_svgd_terms_xp, svgd_terms_xp
 from ._xp import check_same_namespace, is_device_array, namespace_of, to_host
@@ -47,7 +53,7 @@ from .flows import (
     field_from_terms,
     kernel_code,
     projection_medians,
-    sliced_svgd_update,
+    sliced_terms,
     svgd_direction,
 )
 from .kernels import (
@@ -873,26 +879,26 @@ class SlicedSVGD(_ParticleSampler):
             raise ValueError(f"Z has {Z.shape[-1]} features but the directions_ of this "
                              f"estimator are for {warm[0].shape[1]}.")
         S = self._field_scores(Z, score)
-        sets, ssets = Z.reshape((-1,) + Z.shape[-2:]), S.reshape((-1,) + S.shape[-2:])
-        state = self._direction_state(sets[0], ssets[0])
-        meds, update = [], []
-        for X, Sx in zip(sets, ssets):
-            one = dict(state, med=None)
-            # the medians of the projections on G before the update, as fit's first step
-            update.append((X, Sx, self._bandwidths(X, one, "median")))
-            meds.append(one["med"])
+        n, d = Z.shape[-2:]
+        sets = Z.reshape(-1, n, d)
+        state = self._direction_state(sets[0], S.reshape(-1, n, d)[0])
+        # the sets side by side: particle i of every set in row i, set b in columns
+        # b*d .. (b+1)*d; every pass below works column by column, so the whole batch
+        # is one pass and each set's numbers are those of the set alone
+        Xt = np.ascontiguousarray(sets.transpose(1, 0, 2))
+        St = np.ascontiguousarray(S.reshape(-1, n, d).transpose(1, 0, 2))
+        # the medians of the projections on G before the update, as fit's first step
+        h = self._set_bandwidths(Xt, state["G"])
         if self.slice_update_every:
-            self._ascend(update, state)
+            self._ascend(Xt, St, h, state)
             state["ref"] = sets[-1].copy()
             state["updates"] += 1
-        n = Z.shape[-2]
-        out = np.empty(sets.shape)
-        for b, (X, Sx) in enumerate(zip(sets, ssets)):
-            drive, repulse = self._field_terms(X, Sx, dict(state, med=meds[b]))
-            out[b] = field_from_terms(drive, repulse, n)
+        rule = self.bandwidth if isinstance(self.bandwidth, str) else "median"
+        drive, repulse = self._set_terms(Xt, St, h * bandwidth_scale(rule, n), state)
+        phi = field_from_terms(drive, repulse, n).reshape(n, -1, d).transpose(1, 0, 2)
         self._store_state(state)
-        self.n_features_in_ = Z.shape[-1]
-        return out.reshape(Z.shape)
+        self.n_features_in_ = d
+        return np.ascontiguousarray(phi).reshape(Z.shape)
 
     def _check_params(self, target=True):
         super()._check_params(target)
@@ -981,32 +987,53 @@ class SlicedSVGD(_ParticleSampler):
         """Per-dimension median of |u_i - u_j| (at most 1000 particles); 1 where undefined."""
         return projection_medians(U)
 
+    def _set_bandwidths(self, Xt, G):
+        """Per-set, per-dimension bandwidths of the median rule (before its scale factor)
+        for the sets side by side ``Xt`` (n, B, d): the medians of the projections on
+        ``G``, or the fixed bandwidth; shape (B, d)."""
+        n, nsets, d = Xt.shape
+        if not isinstance(self.bandwidth, str):
+            return np.full((nsets, d), float(self.bandwidth))
+        return self._medians((Xt.reshape(-1, d) @ G.T).reshape(n, -1)).reshape(nsets, d)
+
     def _bandwidths(self, X, state, rule):
         if not isinstance(self.bandwidth, str):
             return np.full(X.shape[1], float(self.bandwidth))
         if state["med"] is None:
-            state["med"] = self._medians(X @ state["G"].T)
+            state["med"] = self._set_bandwidths(X[:, None], state["G"])[0]
         return state["med"] * bandwidth_scale(rule, X.shape[0])
 
     def _update_directions(self, X, S, state):
-        self._ascend([(X, S, self._bandwidths(X, state, "median"))], state)
+        self._ascend(X[:, None], S[:, None], self._bandwidths(X, state, "median")[None], state)
 
-    def _ascend(self, sets, state):
-        """``slice_steps`` Adam ascent steps of ``G`` on the maxSKSD-g objective.
+    def _ascend(self, Xt, St, h, state):
+        r"""``slice_steps`` Adam ascent steps of ``G`` on the maxSKSD-g objective.
 
-        ``sets`` lists ``(X, S, h)``: particles, scores and per-dimension bandwidths;
-        with several sets the objective (and its gradient) is their mean.
+        ``Xt``, ``St`` (n, B, d): the particles and scores of ``B`` sets side by side;
+        ``h`` (B, d): their per-dimension bandwidths. With several sets the objective
+        (and its gradient) is their mean. One pass of the pair kernel serves all sets
+        (their columns side by side); per set, the gradient of DESIGN section 3.4 is
+        :math:`(2 X^\top \rho + \Psi R) / (N(N-1))` (the pass's sums over ordered pairs).
         """
+        n, nsets, d = Xt.shape
         G, R = state["G"], state["R"]
+        X = Xt.reshape(-1, d)
+        A = np.ascontiguousarray((St.reshape(-1, d) @ R.T).reshape(n, -1))
+        code, p0, p1 = _sliced_kernel_params(self.kernel, h.ravel(), self.kernel_params)
+        scale = 1.0 / (n * (n - 1.0))
         for _ in range(self.slice_steps):
-            total, grad = 0.0, None
-            for X, S, h in sets:
-                values, g, _ = sliced_value_and_grad(X, S, G, R, h, kernel=self.kernel,
-                                                     kernel_params=self.kernel_params)
-                total += float(values.sum())
-                grad = g if grad is None else grad + g
-            if len(sets) > 1:
-                total, grad = total / len(sets), grad / len(sets)
+            U = np.ascontiguousarray((X @ G.T).reshape(n, -1))
+            c = np.tile(np.einsum("kd,kd->k", R, G), nsets)
+            hsum, rho, _, psisum = _sliced_pass(code, p0, p1, U, A, c)
+            values = hsum * scale
+            check_stein_finite(values)
+            with np.errstate(over="ignore", invalid="ignore"):
+                grad = (2.0 * (rho.reshape(-1, d).T @ X)
+                        + psisum.reshape(nsets, d).sum(axis=0)[:, None] * R) * scale
+            check_stein_finite(grad)
+            total = float(values.sum())
+            if nsets > 1:
+                total, grad = total / nsets, grad / nsets
             G = _unit_rows(G + self.slice_learning_rate * state["adam"].step(
                 _tangent_unit_rows(grad, G)))
             state["value"] = total
@@ -1024,15 +1051,34 @@ class SlicedSVGD(_ParticleSampler):
 
     def _field_terms(self, X, S, state):
         """Driving and repulsive sums at the current directions and bandwidths."""
-        G, R = state["G"], state["R"]
         rule = self.bandwidth if isinstance(self.bandwidth, str) else "median"
         h = self._bandwidths(X, state, rule) if X.shape[0] > 1 else np.ones(X.shape[1])
-        if state["axes"]:
-            return sliced_svgd_update(X, S, G, h, self.kernel, self.kernel_params)
-        # the axis-sliced update in the coordinates R x, mapped back
-        drive, repulse = sliced_svgd_update(X @ R.T, S @ R.T, G @ R.T, h, self.kernel,
-                                            self.kernel_params)
-        return drive @ R, repulse @ R
+        return self._set_terms(X[:, None], S[:, None], h[None], state)
+
+    def _set_terms(self, Xt, St, h, state):
+        """Driving and repulsive sums of the sets side by side ``Xt``, ``St`` (n, B, d)
+        with bandwidths ``h`` (B, d): arrays (n, B * d), set ``b`` in its ``d`` columns.
+
+        Along other slices than the axes, the axis-sliced sums in the coordinates
+        ``R x``, mapped back.
+        """
+        n, nsets, d = Xt.shape
+        G, R = state["G"], state["R"]
+        X, S = Xt.reshape(-1, d), St.reshape(-1, d)
+        if not state["axes"]:
+            X, S, G = X @ R.T, S @ R.T, G @ R.T
+        code, p1 = kernel_code(self.kernel, self.kernel_params)
+        inv = inverse_square(h.ravel())
+        p0 = np.ascontiguousarray(0.5 * inv if code == 0 else inv)
+        drive = np.empty((n, nsets * d))
+        repulse = np.empty((n, nsets * d))
+        sliced_terms(code, p0, p1, np.ascontiguousarray((X @ G.T).reshape(n, -1)),
+                     np.ascontiguousarray(S.reshape(n, -1)), np.tile(np.diag(G), nsets),
+                     drive, repulse)
+        if not state["axes"]:
+            drive = (drive.reshape(-1, d) @ R).reshape(n, -1)
+            repulse = (repulse.reshape(-1, d) @ R).reshape(n, -1)
+        return drive, repulse
 
     def _init_state_xp(self, xp, Xd, X, warm, rng, score):
         S = None
