@@ -2,9 +2,10 @@
 
 import numpy as np
 
-from ._runner import rate_summary
+from ._runner import rate_summary, run_trials
 
-__all__ = ["timed_summary", "zscore_summary", "zscore_rows", "relative_outcome"]
+__all__ = ["timed_summary", "zscore_summary", "zscore_rows", "zscore_settings_rows",
+           "relative_outcome"]
 
 
 def timed_summary(out, method, value_name):
@@ -38,6 +39,22 @@ def zscore_rows(out, methods, **setting):
     return [{**setting, "method": method, "n_trials": len(out), **zscore_summary(out, k)}
             for k, method in enumerate(methods)]
 
+
+def zscore_settings_rows(trial, settings, roots, n_trials, methods, args=(), *, n_jobs=None,
+                         verbose="auto"):
+    """The rows of a relative-test experiment over settings ``(case, n)``.
+
+    Setting ``(case, n)`` runs ``n_trials`` trials ``trial(seed, case, n, methods, *args)``
+    (:func:`~skstein.experiments._runner.run_trials`), seeded from its root in ``roots``,
+    and gives one row per method (:func:`zscore_rows`).
+    """
+    rows = []
+    for (case, n), root in zip(settings, roots):
+        out = run_trials(trial, n_trials, args=(case, n, tuple(methods)) + tuple(args),
+                         random_state=root, n_jobs=n_jobs, verbose=verbose,
+                         desc=f"{case} n={n}")
+        rows.extend(zscore_rows(out, methods, case=case, n=n))
+    return rows
 
 def relative_outcome(method, res):
     """What a trial keeps of a relative test's result ``res`` for :func:`zscore_summary`."""

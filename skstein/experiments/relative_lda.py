@@ -84,8 +84,7 @@ from ..discrete import bag_of_words
 from ..distributions import LDA
 from ..relative import RelativeKSDTest, RelativeMMDTest
 from ._output import rate_panels_by_case, run_config
-from ._runner import run_trials
-from ._summary import relative_outcome, zscore_rows
+from ._summary import relative_outcome, zscore_settings_rows
 
 __all__ = ["CASES", "METHODS", "problem", "failure_order", "make_test", "run_trial", "run",
            "plot"]
@@ -213,16 +212,11 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="aut
     settings = [(case, n) for case in cases
                 for n in (H0_NS if case == "h0" and not quick and ns is None else cfg["ns"])]
     base = np.random.SeedSequence(random_state)
-    rows = []
-    for case, n in settings:
-        # each (case, n) has its own stream, the same whichever settings are run
-        root = np.random.SeedSequence(base.entropy, spawn_key=(CASES.index(case), n))
-        out = run_trials(run_trial, cfg["n_trials"],
-                         args=(case, n, tuple(methods), cfg["chain_scale"]),
-                         random_state=root, n_jobs=n_jobs, verbose=verbose,
-                         desc=f"{case} n={n}")
-        rows.extend(zscore_rows(out, methods, case=case, n=n))
-    return rows
+    # each (case, n) has its own stream, the same whichever settings are run
+    roots = [np.random.SeedSequence(base.entropy, spawn_key=(CASES.index(case), n))
+             for case, n in settings]
+    return zscore_settings_rows(run_trial, settings, roots, cfg["n_trials"], methods,
+                                (cfg["chain_scale"],), n_jobs=n_jobs, verbose=verbose)
 
 
 def plot(rows, path):

@@ -45,8 +45,8 @@ from ..distributions import PPCA
 from ..relative import RelativeKSDTest, RelativeMMDTest
 from ..samplers import HMC
 from ._output import rate_panels_by_case, run_config
-from ._runner import draw_samples, run_trials
-from ._summary import relative_outcome, zscore_rows
+from ._runner import draw_samples
+from ._summary import relative_outcome, zscore_settings_rows
 
 __all__ = ["CASES", "METHODS", "problem", "make_test", "run_trial", "run", "plot"]
 
@@ -127,15 +127,9 @@ def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="aut
     cfg = run_config(QUICK, FULL, quick, n_trials, ns=ns)
     settings = [(case, n) for case in cases for n in cfg["ns"]]
     roots = np.random.SeedSequence(random_state).spawn(len(settings))
-    rows = []
-    for (case, n), root in zip(settings, roots):
-        out = run_trials(run_trial, cfg["n_trials"],
-                         args=(case, n, tuple(methods), cfg["n_posterior_samples"],
-                               cfg["burn_in"]),
-                         random_state=root, n_jobs=n_jobs, verbose=verbose,
-                         desc=f"{case} n={n}")
-        rows.extend(zscore_rows(out, methods, case=case, n=n))
-    return rows
+    return zscore_settings_rows(run_trial, settings, roots, cfg["n_trials"], methods,
+                                (cfg["n_posterior_samples"], cfg["burn_in"]), n_jobs=n_jobs,
+                                verbose=verbose)
 
 
 def plot(rows, path):

@@ -68,7 +68,7 @@ from ..distributions import Gaussian
 from ..gof import KSDTest, MaxSKSDTest
 from ..ranking import rank_samples
 from ..samplers import SGHMC
-from ._output import pyplot, save_figure
+from ._output import panel_row, save_figure
 from ._runner import run_settings
 
 __all__ = ["METHODS", "FULL", "QUICK", "make_target", "kl_gaussian_fit", "kept_state_law",
@@ -297,11 +297,10 @@ def picks(rows):
 
 def plot(rows, path):
     """Each method's curve against the step size (one panel per method), picks marked."""
-    plt = pyplot()
-    if plt is None:
-        return None
     methods = [m for m in METHODS if any(r["method"] == m for r in rows)]
-    fig, axes = plt.subplots(1, len(methods), figsize=(3.3 * len(methods), 3.3), squeeze=False)
+    fig, axes = panel_row(len(methods), 3.3, 3.3)
+    if fig is None:
+        return None
     for ax, method in zip(axes[0], methods):
         for seed in sorted({r["seed"] for r in rows}):
             sub = sorted((r for r in rows if r["seed"] == seed and r["method"] == method),
