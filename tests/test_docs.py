@@ -84,3 +84,56 @@ def test_class_template_leaves_out_every_metadata_request_setter():
         if inspect.isclass(obj):
             setters |= {m for m in dir(obj) if m.startswith("set_") and m.endswith("_request")}
     assert setters <= excluded, f"doc/_templates/autosummary/class.rst lacks {setters - excluded}"
+
+
+def _documented_objects():
+    """Every module, class and function of the package, and the functions of its classes."""
+    import pkgutil
+
+    import skstein
+
+    seen = set()
+    for info in pkgutil.walk_packages(skstein.__path__, "skstein."):
+        if info.name == "skstein.__main__":  # runs the command line
+            continue
+        module = importlib.import_module(info.name)
+        yield info.name, module
+        for name, obj in vars(module).items():
+            if getattr(obj, "__module__", None) != info.name or id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            if inspect.isfunction(obj):
+                yield f"{info.name}.{name}", obj
+            elif inspect.isclass(obj):
+                yield f"{info.name}.{name}", obj
+                for attr, member in vars(obj).items():
+                    member = getattr(member, "__func__", member)
+                    if inspect.isfunction(member):
+                        yield f"{info.name}.{name}.{attr}", member
+
+
+def test_docstrings_have_their_shared_descriptions_filled_in():
+    # a "%(name)s" line left in a docstring means its object lacks @fill_doc
+    bad = [name for name, obj in _documented_objects()
+           if obj.__doc__ and re.search(r"^\s*%\(\w+\)s\s*$", obj.__doc__, re.M)]
+    assert not bad, f"unfilled shared descriptions in {bad}"
+
+
+def test_fill_doc_indents_each_line_of_a_shared_description():
+    from skstein._docstrings import fill_doc
+
+    @fill_doc
+    class Model:
+        def method(self, X):
+            """Summary, 100% literal {braces} kept.
+
+            %(points_parameters)s
+            """
+
+    assert Model.method.__doc__ == (
+        "Summary, 100% literal {braces} kept.\n\n"
+        "            Parameters\n"
+        "            ----------\n"
+        "            X : array-like of shape (n, dim)\n"
+        "                Points, one per row.\n"
+        "            ")

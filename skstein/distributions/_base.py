@@ -8,11 +8,13 @@ members are ``logpdf(X)`` (unnormalised is fine), ``rvs(n, random_state)`` and
 
 import numpy as np
 
+from .._docstrings import fill_doc
 from .._random import as_generator
 
 __all__ = ["Distribution"]
 
 
+@fill_doc
 class SamplerMixin:
     """``rvs`` of the models: checks its arguments and calls the model's ``_rvs``."""
 
@@ -23,8 +25,7 @@ class SamplerMixin:
         ----------
         n : int
             Number of samples.
-        random_state : None, int or numpy.random.Generator, default=None
-            Seed or generator of the draws.
+        %(random_state_draws)s
 
         Returns
         -------
@@ -38,6 +39,7 @@ class SamplerMixin:
         raise NotImplementedError(f"{type(self).__name__} has no sampler.")
 
 
+@fill_doc
 class Distribution(SamplerMixin):
     """Base class of skstein's distributions.
 
@@ -52,10 +54,7 @@ class Distribution(SamplerMixin):
     def grad_logpdf(self, X):
         r"""Score :math:`\nabla_x \log p(x)` at each row of ``X``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n, dim)
-            Points, one per row.
+        %(points_parameters)s
 
         Returns
         -------
@@ -70,10 +69,7 @@ class Distribution(SamplerMixin):
         Normalised where the model's normaliser is known (each model's class
         docstring says), otherwise up to an additive constant.
 
-        Parameters
-        ----------
-        X : array-like of shape (n, dim)
-            Points, one per row.
+        %(points_parameters)s
 
         Returns
         -------

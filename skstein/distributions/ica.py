@@ -27,6 +27,7 @@ import numbers
 import numpy as np
 from scipy.special import gammaln
 
+from .._docstrings import fill_doc
 from .._random import as_generator
 from .._validation import check_choice, check_positive_float
 from ._base import Distribution, check_dim
@@ -48,6 +49,7 @@ def _check_unmixing(B):
     return B
 
 
+@fill_doc
 class ICA(Distribution):
     r"""Linear ICA model :math:`x = W z` with independent Student-t or Laplace sources.
 
@@ -65,6 +67,7 @@ class ICA(Distribution):
     Attributes
     ----------
     dim : int
+        ``D``.
 
     Notes
     -----
@@ -155,14 +158,11 @@ class ICA(Distribution):
     def sources(self, X):
         """The unmixed sources :math:`Z = X B^\\top`.
 
-        Parameters
-        ----------
-        X : array-like of shape (n, D)
-            Points, one per row.
+        %(points_parameters)s
 
         Returns
         -------
-        ndarray of shape (n, D)
+        ndarray of shape (n, dim)
         """
         return self._check_X(X) @ self.unmixing.T
 
@@ -176,16 +176,13 @@ class ICA(Distribution):
     def grad_logpdf_vjp(self, X, V):
         r"""Vector-Jacobian product of the score with respect to the unmixing matrix.
 
-        Parameters
-        ----------
-        X : array-like of shape (n, D)
-            Points, one per row.
-        V : array-like of shape (n, D)
+        %(points_parameters)s
+        V : array-like of shape (n, dim)
             Cotangents of the scores, e.g. ``dL/dS`` of a Stein loss.
 
         Returns
         -------
-        ndarray of shape (D, D)
+        ndarray of shape (dim, dim)
             :math:`\sum_i (\partial s_B(x_i)/\partial B)^\top v_i`.
         """
         X = self._check_X(X)
@@ -202,14 +199,11 @@ class ICA(Distribution):
     def grad_loglik(self, X):
         """Gradient of the mean log-likelihood of ``X`` in the unmixing matrix.
 
-        Parameters
-        ----------
-        X : array-like of shape (n, D)
-            Points, one per row.
+        %(points_parameters)s
 
         Returns
         -------
-        ndarray of shape (D, D)
+        ndarray of shape (dim, dim)
         """
         X = self._check_X(X)
         B = self.unmixing

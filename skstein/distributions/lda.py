@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from .._docstrings import fill_doc
 from .._numba.lda import lda_gibbs_tasks
 from .._random import as_generator
 from .._validation import check_choice, check_positive_int
@@ -14,6 +15,7 @@ __all__ = ["LDA"]
 _MAX_MEMORY = 64 * 2**20
 
 
+@fill_doc
 class LDA:
     r"""Latent Dirichlet allocation over a vocabulary of ``V`` words.
 
@@ -118,8 +120,7 @@ class LDA:
         ----------
         n : int
             Number of documents.
-        random_state : None, int or numpy.random.Generator, default=None
-            Seed or generator of the draws.
+        %(random_state_draws)s
         n_words : int, default=None
             Words per document; ``None`` uses the model's.
 

@@ -4,6 +4,7 @@ import numpy as np
 from scipy.linalg import cholesky, solve_triangular
 from scipy.special import logsumexp
 
+from .._docstrings import fill_doc
 from ._base import Distribution
 
 __all__ = ["GaussianMixture", "AffineTransformed"]
@@ -16,6 +17,7 @@ def _responsibilities(log_joint):
     return np.exp(log_joint - logsumexp(log_joint, axis=1, keepdims=True))
 
 
+@fill_doc
 class GaussianMixture(Distribution):
     r"""Mixture of Gaussians :math:`p(x) = \sum_k w_k N(x; \mu_k, \Sigma_k)`.
 
@@ -109,10 +111,7 @@ class GaussianMixture(Distribution):
     def predict_proba(self, X):
         """Responsibilities :math:`r_k(x)` of the components at each row of ``X``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n, dim)
-            Points, one per row.
+        %(points_parameters)s
 
         Returns
         -------

@@ -5,6 +5,7 @@ import numbers
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
+from .._docstrings import fill_doc
 from .._random import as_generator
 from ._base import Distribution, check_n
 from .gaussian import Gaussian
@@ -12,6 +13,7 @@ from .gaussian import Gaussian
 __all__ = ["PPCA"]
 
 
+@fill_doc
 class PPCA(Distribution):
     r"""Probabilistic PCA: :math:`x = W z + \mu + \varepsilon`, :math:`z \sim N(0, I)`.
 
@@ -113,10 +115,7 @@ class PPCA(Distribution):
     def grad_logpdf_conditional(self, X, Z):
         """Conditional score :math:`-\\Psi^{-1}(x_i - W z_i - \\mu)` of :math:`p(x_i | z_i)`.
 
-        Parameters
-        ----------
-        X : array-like of shape (n, dim)
-            Points, one per row.
+        %(points_parameters)s
         Z : array-like of shape (n, latent_dim)
             Row ``i`` is the latent variable of ``x_i``.
 
@@ -131,10 +130,7 @@ class PPCA(Distribution):
     def posterior_mean_cov(self, X):
         """Posterior mean and covariance of the latent variable of each row of ``X``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n, dim)
-            Points, one per row.
+        %(points_parameters)s
 
         Returns
         -------
@@ -149,10 +145,7 @@ class PPCA(Distribution):
     def posterior_target(self, X):
         """The MCMC target of the posteriors of the rows of ``X``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n, dim)
-            Points, one per row.
+        %(points_parameters)s
 
         Returns
         -------
@@ -184,8 +177,7 @@ class PPCA(Distribution):
             The observed points.
         n_samples : int
             Draws per row.
-        random_state : None, int or numpy.random.Generator, default=None
-            Seed or generator of the draws.
+        %(random_state_draws)s
         burn_in : int, default=0
             MCMC steps discarded first.
 

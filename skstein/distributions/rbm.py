@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from .._docstrings import fill_doc
 from .._numba.rbm import gauss_bernoulli_gibbs
 from .._random import as_generator
 from .._validation import check_positive_int
@@ -10,6 +11,7 @@ from ._base import Distribution, check_n
 __all__ = ["GaussBernRBM"]
 
 
+@fill_doc
 class GaussBernRBM(Distribution):
     r"""Gauss-Bernoulli RBM with visible :math:`x \in R^{d_x}`, hidden :math:`h \in \{-1, 1\}^{d_h}`.
 
@@ -88,8 +90,7 @@ class GaussBernRBM(Distribution):
         ----------
         n : int
             Number of samples (chains).
-        random_state : None, int or numpy.random.Generator, default=None
-            Seed or generator of the draws.
+        %(random_state_draws)s
         chunk : int, default=100
             Sweeps whose random numbers are drawn at once (bounds memory).
 
@@ -125,8 +126,7 @@ class GaussBernRBM(Distribution):
             Number of chains.
         n_sweeps : int
             Number of sweeps (states yielded).
-        random_state : None, int or numpy.random.Generator, default=None
-            Seed or generator of the draws.
+        %(random_state_draws)s
 
         Yields
         ------
