@@ -24,6 +24,7 @@ The discrete tests have their own estimator-level path (:mod:`skstein.gof._discr
 
 import numpy as np
 
+from ._docstrings import fill_doc
 from ._estimator import is_fitted
 from ._validation import check_samples, evaluate_score
 from ._xp import is_device_array, namespace_of, to_host
@@ -154,6 +155,7 @@ class EstimatorEngine:
                              "operators run on the CPU only.")
 
 
+@fill_doc
 class EngineMixin:
     """``fit`` and the engine lookup of an estimator that holds its engine (``engine_``).
 
@@ -170,12 +172,7 @@ class EngineMixin:
         directions); the other methods then use it instead of resolving it again on the
         sample they are given.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-        y : None
-            Ignored; present for the scikit-learn API.
+        %(sample_y_parameters)s
 
         Returns
         -------

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._docstrings import fill_doc
 from ._numba.learning import sliced_grad_upper, stein_grad_block
 from ._numba.stein import kernel_params as _kernel_params
 from ._threads import numba_threads
@@ -268,6 +269,7 @@ def _sliced_value_and_grad(X, S, U, A, c, G, R, h, kernel, kernel_params, statis
     return SteinGradient(total * scale, gS, gX, h, gG, gR)
 
 
+@fill_doc
 def model_value_and_grad(loss, model, X):
     r"""A loss's value and its gradient in a model's parameters.
 
@@ -281,10 +283,7 @@ def model_value_and_grad(loss, model, X):
     loss : KSDLoss, MaxSKSDLoss or callable
         Anything with ``value_and_grad(X, S) -> SteinGradient``, or a callable
         ``(X, S) -> SteinGradient``.
-    model : object
-        With ``grad_logpdf(X)`` and ``grad_logpdf_vjp(X, V)``.
-    X : array-like of shape (n_samples, n_features)
-        A batch of data.
+    %(model_batch_parameters)s
 
     Returns
     -------

@@ -21,6 +21,7 @@ from scipy.linalg import blas
 
 from sklearn.utils.validation import check_array
 
+from ._docstrings import fill_doc
 from ._threads import blas_threads, numba_threads
 from ._xp import namespace_of, to_host
 from ._numba.sliced import IMQ as _SLICED_IMQ
@@ -485,6 +486,7 @@ def ksd(X, model, *, kernel="rbf", bandwidth="median", kernel_params=None, stati
     return _one_pass(X, S, kern, max_memory).statistic(statistic)
 
 
+@fill_doc
 def ksd_power_criterion(X, model, *, kernel="rbf", bandwidth="median", kernel_params=None,
                         random_state=None, eps=1e-10, max_memory=DEFAULT_MAX_MEMORY):
     """Test-power criterion ``KSD_U^2 / sqrt(sigma_H1^2 + eps)`` (higher = more power).
@@ -495,16 +497,7 @@ def ksd_power_criterion(X, model, *, kernel="rbf", bandwidth="median", kernel_pa
     ----------
     X : array-like of shape (n_samples, n_features)
         The sample, at least 3 points.
-    model : distribution or callable
-        The model's score, as in :func:`ksd`.
-    kernel : {"rbf", "imq"}, default="rbf"
-        Base kernel.
-    bandwidth : float or "median", default="median"
-        Kernel bandwidth.
-    kernel_params : dict, default=None
-        Extra kernel parameters (``{"beta": -0.5}`` for IMQ).
-    random_state : None, int or Generator
-        Only used by the median heuristic's subsample when ``n > 2000``.
+    %(stein_kernel_parameters)s
     eps : float, default=1e-10
         Added to the variance estimate before the square root.
     max_memory : int, default=64 MiB
@@ -521,26 +514,15 @@ def ksd_power_criterion(X, model, *, kernel="rbf", bandwidth="median", kernel_pa
     return _one_pass(X, S, kern, max_memory).power_criterion(eps)
 
 
+@fill_doc
 def stein_matrix(X, model, *, kernel="rbf", bandwidth="median", kernel_params=None,
                  random_state=None):
     """The Stein kernel matrix ``H[i, j] = h_p(x_i, x_j)``, diagonal included.
 
     Uses ``O(n^2)`` memory.
 
-    Parameters
-    ----------
-    X : array-like of shape (n_samples, n_features)
-        The sample.
-    model : distribution or callable
-        The model's score, as in :func:`ksd`.
-    kernel : {"rbf", "imq"}, default="rbf"
-        Base kernel.
-    bandwidth : float or "median", default="median"
-        Kernel bandwidth.
-    kernel_params : dict, default=None
-        Extra kernel parameters (``{"beta": -0.5}`` for IMQ).
-    random_state : None, int or Generator
-        Only used by the median heuristic's subsample when ``n > 2000``.
+    %(sample_parameters)s
+    %(stein_kernel_parameters)s
 
     Returns
     -------

@@ -48,6 +48,7 @@ from dataclasses import replace
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from ._docstrings import fill_doc
 from ._gradients import (
     SteinGradient,
     _check_pair,
@@ -111,6 +112,7 @@ def _whitened_call(white, X, S, evaluate):
     return replace(res, grad_scores=res.grad_scores @ B.T, grad_points=res.grad_points @ A.T)
 
 
+@fill_doc
 class _ModelGradientMixin:
     """``model_value_and_grad`` for a loss with ``value_and_grad(X, S)``."""
 
@@ -122,10 +124,7 @@ class _ModelGradientMixin:
 
         Parameters
         ----------
-        model : object
-            With ``grad_logpdf(X)`` and ``grad_logpdf_vjp(X, V)``.
-        X : array-like of shape (n_samples, n_features)
-            A batch of data.
+        %(model_batch_parameters)s
 
         Returns
         -------

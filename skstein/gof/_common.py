@@ -9,6 +9,7 @@ of simulated (bootstrap, permutation, Monte Carlo) draws of the statistic.
 """
 
 from .._bootstrap import bootstrap_pvalue, bootstrap_threshold
+from .._docstrings import fill_doc
 from .._result import GOFTestResult
 
 __all__ = ["FitMethod", "SampleTestMethods", "simulated_null_result"]
@@ -39,6 +40,7 @@ def simulated_null_result(stat, null, *, alpha, method, n_samples, bootstrap, n_
     )
 
 
+@fill_doc
 class FitMethod:
     """``fit`` of a test whose fitting learns settings on a validated sample.
 
@@ -54,12 +56,7 @@ class FitMethod:
         The test's other methods then use them instead of learning them again on the
         sample they are given; the class description says what is learned.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-        y : None
-            Ignored; present for the scikit-learn API.
+        %(sample_y_parameters)s
 
         Returns
         -------
@@ -70,6 +67,7 @@ class FitMethod:
         return self
 
 
+@fill_doc
 class SampleTestMethods(FitMethod):
     """``fit``, ``test``, ``discrepancy`` and ``score`` of a goodness-of-fit test.
 
@@ -81,10 +79,7 @@ class SampleTestMethods(FitMethod):
     def test(self, X):
         """Run the test on ``X``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
+        %(sample_parameters)s
 
         Returns
         -------
@@ -96,10 +91,7 @@ class SampleTestMethods(FitMethod):
     def discrepancy(self, X):
         """The test statistic on ``X``.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
+        %(sample_parameters)s
 
         Returns
         -------
@@ -116,12 +108,7 @@ class SampleTestMethods(FitMethod):
         (the class description gives the formula), so that ``GridSearchCV`` picks the
         most powerful settings.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-        y : None
-            Ignored; present for the scikit-learn API.
+        %(sample_y_parameters)s
 
         Returns
         -------

@@ -2,12 +2,14 @@
 
 import numpy as np
 
+from .._docstrings import fill_doc
 from .._estimator import RandomStateTagsMixin, model_dim
 from .._validation import validate_samples
 
 __all__ = ["RelativeMixin", "check_train_size", "train_rows"]
 
 
+@fill_doc
 class RelativeMixin(RandomStateTagsMixin):
     _required_parameters = ["model_p", "model_q"]
 
@@ -35,12 +37,7 @@ class RelativeMixin(RandomStateTagsMixin):
         ``kernel`` therefore picks the kernel under which Q's advantage is most
         significant. For an aggregated test, the largest z-score of the collection.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
-        y : None
-            Ignored; present for the scikit-learn API.
+        %(sample_y_parameters)s
 
         Returns
         -------

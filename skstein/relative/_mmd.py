@@ -3,6 +3,7 @@
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from .._docstrings import fill_doc
 from .._estimator import is_fitted
 from .._random import as_generator
 from .._result import RelativeTestResult
@@ -17,6 +18,7 @@ from ._stats import decide
 __all__ = ["RelativeMMDTest"]
 
 
+@fill_doc
 class RelativeMMDTest(FitMethod, RelativeMixin, BaseEstimator):
     r"""Relative MMD test of Bounliphone et al. (2016): is model Q closer to the data than P.
 
@@ -118,10 +120,7 @@ class RelativeMMDTest(FitMethod, RelativeMixin, BaseEstimator):
     def test(self, X):
         """Run the test on ``X`` (data from R).
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The sample.
+        %(sample_parameters)s
 
         Returns
         -------
