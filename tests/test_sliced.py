@@ -256,3 +256,73 @@ def test_median_bandwidth_1d_ties_and_odd_even(n):
             continue
         expect = [np.median(d) if np.median(d) > 0 else np.median(d[d > 0]) for d in dd]
         np.testing.assert_array_equal(median_bandwidth_1d(U), expect)
+
+
+def _columns_with_ties(n, rng):
+    """Columns of n points: normal, rounded (ties), mostly equal, tiny, wide, integer."""
+    cols = [rng.standard_normal(n), np.round(rng.standard_normal(n), 1),
+            np.round(0.2 * rng.standard_normal(n)), rng.standard_normal(n) * 1e-300,
+            rng.laplace(size=n) * 1e6, rng.integers(0, 3, n).astype(float),
+            np.repeat([0.0, 1.0], [n - n // 3, n // 3]), np.full(n, 3.0)]
+    return np.stack(cols, axis=1)
+
+
+def _numpy_pair_median(u):
+    """numpy.median of |u_i - u_j|, i < j (of the positive ones if that is 0; -1 if none)."""
+    iu, ju = np.triu_indices(u.size, 1)
+    dd = np.abs(u[iu] - u[ju])
+    if not np.any(dd > 0):
+        return -1.0
+    med = np.median(dd)
+    return med if med > 0 else np.median(dd[dd > 0])
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 25, 50, 128, 129, 200])
+def test_median_abs_diff_columns_against_numpy(n):
+    # up to 128 points (8128 pairs) the differences are listed and counted; beyond, the
+    # sorted columns are counted by two pointers: both give numpy's median, bit for bit
+    from skstein._numba.sliced import LISTED_PAIRS, median_abs_diff_columns
+
+    assert (n * (n - 1) // 2 <= LISTED_PAIRS) == (n <= 128)
+    rng = np.random.default_rng(n)
+    for _ in range(3):
+        U = _columns_with_ties(n, rng)
+        got = median_abs_diff_columns(U, np.empty(U.shape[1]))
+        np.testing.assert_array_equal(got, [_numpy_pair_median(U[:, k])
+                                            for k in range(U.shape[1])])
+
+
+@pytest.mark.parametrize("n", [2, 5, 50, 200])
+@pytest.mark.parametrize("q", [0.01, 0.3, 0.5, 1.0])
+def test_quantile_abs_diff_columns_against_numpy(n, q):
+    from skstein._numba.sliced import quantile_abs_diff_columns
+
+    U = _columns_with_ties(n, np.random.default_rng(n + 1))
+    got = quantile_abs_diff_columns(U, q, np.empty(U.shape[1]))
+    iu, ju = np.triu_indices(n, 1)
+    for k in range(U.shape[1]):
+        pos = np.sort(np.abs(U[iu, k] - U[ju, k]))
+        pos = pos[pos > 0]
+        want = -1.0 if pos.size == 0 else pos[max(1, int(np.ceil(q * pos.size))) - 1]
+        assert got[k] == want
+
+
+def test_median_abs_diff_columns_rank_search_paths():
+    # the rank search ends by a count that splits the two middle ranks, by an isolated
+    # pair of ranks, or on adjacent floats (all differences in the bracket equal)
+    from skstein._numba.sliced import _median_abs_diff, _pair_ranks
+
+    u = np.array([0.0, 1.0, 3.0, 7.0])  # differences 1, 2, 3, 4, 6, 7: median 3.5
+    assert _median_abs_diff(u, np.empty(0)) == 3.5
+    d = np.abs(np.subtract.outer(u, u))[np.triu_indices(4, 1)]
+    assert _median_abs_diff(u, d) == 3.5
+    for k in range(1, 7):
+        for dd in (d, np.empty(0)):
+            a, b = _pair_ranks(u, dd, k, min(k + 1, 6), 0, 7.0)
+            want = np.sort(d)
+            assert (a, b) == (want[k - 1], want[min(k, 5)])
+    x = np.nextafter(1.0, 2.0)
+    u = np.array([0.0, 1.0, 1.0, x, x, 2.0])  # many equal differences next to each other
+    iu, ju = np.triu_indices(u.size, 1)
+    d = np.abs(u[iu] - u[ju])
+    assert _median_abs_diff(u, d) == _median_abs_diff(u, np.empty(0)) == _numpy_pair_median(u)
