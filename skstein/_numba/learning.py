@@ -68,16 +68,12 @@ def stein_grad_block(code, p0, p1, dim, G, SS, C, nx, nsx, row0, rowsum_h, rowsu
 
     Parameters
     ----------
-    code, p0, p1 : int, float, float
-        Base kernel (see :func:`radial_profile3`).
-    dim : int
-        Dimension D.
+    code, p0, p1, dim, nx, nsx, row0
+        As in :func:`skstein._numba.stein.stein_block_into`: the base kernel (see
+        :func:`radial_profile3`), the dimension D, ``||x_i||^2`` and ``s_i . x_i`` of
+        all rows, and the global index of the block's first row.
     G, SS, C : float64 (B, N)
         ``X_a X^T``, ``S_a S^T`` and ``X_a S^T + S_a X^T`` of centred ``X``.
-    nx, nsx : float64 (N,)
-        ``||x_i||^2`` and ``s_i . x_i``.
-    row0 : int
-        Global index of the block's first row.
     rowsum_h, rowsum_k1, rowsum_w : float64 (B,)
         Outputs: row sums of :math:`h`, :math:`\kappa'` and :math:`\omega` (off-diagonal).
     """
