@@ -138,6 +138,27 @@ def test_regression_loss_gradient_and_step_direction():
                  model.encoder, grads)
 
 
+@pytest.mark.parametrize("hidden", [(7, 5), ()])
+def test_encoder_pass_equals_the_network_on_the_concatenated_input(hidden):
+    # the first layer split into its image and noise parts: the output and the gradients
+    # of mlp_forward / mlp_backward on the rows [x_b, noise_bi], to rounding
+    rng = np.random.default_rng(12)
+    encoder = init_mlp((av.N_PIXELS + 3,) + hidden + (3,), rng)
+    for layer in encoder:
+        layer[1] += rng.standard_normal(layer[1].shape)
+    X = _binary(rng, (4, av.N_PIXELS))
+    noise = rng.standard_normal((4, 5, 3))
+    z, acts = av.encoder_forward(encoder, X, noise)
+    z0, acts0 = mlp_forward(encoder, av._with_noise(X, noise))
+    np.testing.assert_allclose(z, z0, rtol=1e-12, atol=1e-12)
+    g = rng.standard_normal(z.shape)
+    got = av.encoder_backward(encoder, X, noise, acts, g.copy())
+    want, _ = mlp_backward(encoder, acts0, g)
+    for a, b in zip(got, want):
+        for ga, gb in zip(a, b):
+            np.testing.assert_allclose(ga, gb, rtol=1e-12, atol=1e-12)
+
+
 def test_amortised_step_regresses_onto_the_moved_samples():
     # the encoder gradient of one amortised step equals that of the regression loss with
     # the target z + 0.1 phi(z), phi from SVGD.direction with the decoder's posterior
@@ -146,7 +167,7 @@ def test_amortised_step_regresses_onto_the_moved_samples():
     X = _binary(rng, (3, av.N_PIXELS))
     seed = 11
     noise = np.random.default_rng(seed).standard_normal((3, 6, 3))
-    Z = mlp_forward(model.encoder, av._with_noise(X, noise))[0].reshape(3, 6, 3)
+    Z = av.encoder_forward(model.encoder, X, noise)[0].reshape(3, 6, 3)
     phi = SVGD(None).direction(Z, av.posterior_score(model.decoder, X))
     _, egrads = av.regression_loss(model.encoder, X, noise, Z + av.STEP_SIZE * phi)
     _, _, dgrads = av.decoder_pass(model.decoder, Z, X)
