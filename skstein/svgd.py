@@ -887,10 +887,11 @@ class SlicedSVGD(_ParticleSampler):
         # is one pass and each set's numbers are those of the set alone
         Xt = np.ascontiguousarray(sets.transpose(1, 0, 2))
         St = np.ascontiguousarray(S.reshape(-1, n, d).transpose(1, 0, 2))
-        # the medians of the projections on G before the update, as fit's first step
-        h = self._set_bandwidths(Xt, state["G"])
+        # the medians of the projections U on G before the update, as fit's first step
+        U = (Xt.reshape(-1, d) @ state["G"].T).reshape(n, -1)
+        h = self._set_bandwidths(Xt, U)
         if self.slice_update_every:
-            self._ascend(Xt, St, h, state)
+            self._ascend(Xt, St, h, state, U)
             state["ref"] = sets[-1].copy()
             state["updates"] += 1
         rule = self.bandwidth if isinstance(self.bandwidth, str) else "median"
@@ -987,44 +988,47 @@ class SlicedSVGD(_ParticleSampler):
         """Per-dimension median of |u_i - u_j| (at most 1000 particles); 1 where undefined."""
         return projection_medians(U)
 
-    def _set_bandwidths(self, Xt, G):
+    def _set_bandwidths(self, Xt, U):
         """Per-set, per-dimension bandwidths of the median rule (before its scale factor)
-        for the sets side by side ``Xt`` (n, B, d): the medians of the projections on
-        ``G``, or the fixed bandwidth; shape (B, d)."""
+        for the sets side by side ``Xt`` (n, B, d): the medians of their projections
+        ``U`` (n, B * d), or the fixed bandwidth; shape (B, d)."""
         n, nsets, d = Xt.shape
         if not isinstance(self.bandwidth, str):
             return np.full((nsets, d), float(self.bandwidth))
-        return self._medians((Xt.reshape(-1, d) @ G.T).reshape(n, -1)).reshape(nsets, d)
+        return self._medians(U).reshape(nsets, d)
 
     def _bandwidths(self, X, state, rule):
         if not isinstance(self.bandwidth, str):
             return np.full(X.shape[1], float(self.bandwidth))
         if state["med"] is None:
-            state["med"] = self._set_bandwidths(X[:, None], state["G"])[0]
+            state["med"] = self._medians(X @ state["G"].T)
         return state["med"] * bandwidth_scale(rule, X.shape[0])
 
     def _update_directions(self, X, S, state):
         self._ascend(X[:, None], S[:, None], self._bandwidths(X, state, "median")[None], state)
 
-    def _ascend(self, Xt, St, h, state):
+    def _ascend(self, Xt, St, h, state, U=None):
         r"""``slice_steps`` Adam ascent steps of ``G`` on the maxSKSD-g objective.
 
         ``Xt``, ``St`` (n, B, d): the particles and scores of ``B`` sets side by side;
-        ``h`` (B, d): their per-dimension bandwidths. With several sets the objective
-        (and its gradient) is their mean. One pass of the pair kernel serves all sets
-        (their columns side by side); per set, the gradient of DESIGN section 3.4 is
+        ``h`` (B, d): their per-dimension bandwidths; ``U``: the projections ``X G^T``
+        side by side (n, B * d), if at hand. With several sets the objective (and its
+        gradient) is their mean. One pass of the pair kernel serves all sets (their
+        columns side by side); per set, the gradient of DESIGN section 3.4 is
         :math:`(2 X^\top \rho + \Psi R) / (N(N-1))` (the pass's sums over ordered pairs).
         """
         n, nsets, d = Xt.shape
         G, R = state["G"], state["R"]
         X = Xt.reshape(-1, d)
-        A = np.ascontiguousarray((St.reshape(-1, d) @ R.T).reshape(n, -1))
+        A = St.reshape(n, -1) if state["axes"] else (St.reshape(-1, d) @ R.T).reshape(n, -1)
         code, p0, p1 = _sliced_kernel_params(self.kernel, h.ravel(), self.kernel_params)
         scale = 1.0 / (n * (n - 1.0))
-        for _ in range(self.slice_steps):
-            U = np.ascontiguousarray((X @ G.T).reshape(n, -1))
+        for step in range(self.slice_steps):
+            if step or U is None:
+                U = (X @ G.T).reshape(n, -1)
             c = np.tile(np.einsum("kd,kd->k", R, G), nsets)
-            hsum, rho, _, psisum = _sliced_pass(code, p0, p1, U, A, c)
+            hsum, rho, _, psisum = _sliced_pass(code, p0, p1, np.ascontiguousarray(U),
+                                                np.ascontiguousarray(A), c)
             values = hsum * scale
             check_stein_finite(values)
             with np.errstate(over="ignore", invalid="ignore"):
