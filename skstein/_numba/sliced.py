@@ -113,6 +113,34 @@ def _imq_k(base, p1, half):
     return base**p1
 
 
+# The IMQ profile K, K', K'' and 1/(1 + tq) at t, q = 1/h^2: one function per exponent
+# case, branch-free and inlined, so the k-loops that call them still vectorise.
+
+@njit(cache=True, inline="always")
+def _imq_half(t, q):
+    """The IMQ profile for beta = -1/2 (a square root instead of a power)."""
+    ib = 1.0 / (1.0 + t * q)
+    kk = np.sqrt(ib)
+    k1 = -0.5 * q * kk * ib
+    return kk, k1, -1.5 * q * k1 * ib, ib
+
+
+@njit(cache=True, inline="always")
+def _imq_beta(t, q, p1):
+    """The IMQ profile for the exponent ``p1``."""
+    base = 1.0 + t * q
+    kk = base**p1
+    ib = 1.0 / base
+    k1 = p1 * q * kk * ib
+    return kk, k1, (p1 - 1.0) * q * k1 * ib, ib
+
+
+@njit(cache=True, inline="always")
+def _h_from_profile(t, d, kk, k1, k2, ck, a_i, a_j):
+    """h_k(i, j) from the profile: K a_i a_j - 2c delta K' (a_i - a_j) - c^2 (2K' + 4tK'')."""
+    return kk * a_i * a_j - 2.0 * ck * d * k1 * (a_i - a_j) - ck * ck * (2.0 * k1 + 4.0 * t * k2)
+
+
 @njit(cache=True, inline="always", fastmath={"contract"})
 def _pair_h(code, half, p1, ui, ai, uj, aj, c, p0, acc, tmp):
     """acc[k] += h_k(i, j) and tmp[k] = h_k(i, j) for all k (vectorisable loops).
@@ -137,29 +165,16 @@ def _pair_h(code, half, p1, ui, ai, uj, aj, c, p0, acc, tmp):
         for k in range(m):
             d = ui[k] - uj[k]
             t = d * d
-            q = p0[k]
-            ib = 1.0 / (1.0 + t * q)
-            kk = np.sqrt(ib)
-            k1 = -0.5 * q * kk * ib
-            k2 = -1.5 * q * k1 * ib
-            ck = c[k]
-            h = kk * ai[k] * aj[k] - 2.0 * ck * d * k1 * (ai[k] - aj[k]) \
-                - ck * ck * (2.0 * k1 + 4.0 * t * k2)
+            kk, k1, k2, _ = _imq_half(t, p0[k])
+            h = _h_from_profile(t, d, kk, k1, k2, c[k], ai[k], aj[k])
             acc[k] += h
             tmp[k] = h
     else:
         for k in range(m):
             d = ui[k] - uj[k]
             t = d * d
-            q = p0[k]
-            base = 1.0 + t * q
-            kk = base**p1
-            ib = 1.0 / base
-            k1 = p1 * q * kk * ib
-            k2 = (p1 - 1.0) * q * k1 * ib
-            ck = c[k]
-            h = kk * ai[k] * aj[k] - 2.0 * ck * d * k1 * (ai[k] - aj[k]) \
-                - ck * ck * (2.0 * k1 + 4.0 * t * k2)
+            kk, k1, k2, _ = _imq_beta(t, p0[k], p1)
+            h = _h_from_profile(t, d, kk, k1, k2, c[k], ai[k], aj[k])
             acc[k] += h
             tmp[k] = h
 
@@ -195,24 +210,17 @@ def _pair_grad(code, half, p1, ui, ai, uj, aj, c, p0, acc, arho, apsi, abeta):
             d = ui[k] - uj[k]
             t = d * d
             q = p0[k]
-            ib = 1.0 / (1.0 + t * q)
-            kk = np.sqrt(ib)
-            k1 = -0.5 * q * kk * ib
-            k2 = -1.5 * q * k1 * ib
-            k3 = -2.5 * q * k2 * ib
-            _grad_terms(t, d, kk, k1, k2, k3, c[k], ai[k], aj[k], k, acc, arho, apsi, abeta)
+            kk, k1, k2, ib = _imq_half(t, q)
+            _grad_terms(t, d, kk, k1, k2, -2.5 * q * k2 * ib, c[k], ai[k], aj[k], k, acc,
+                        arho, apsi, abeta)
     else:
         for k in range(m):
             d = ui[k] - uj[k]
             t = d * d
             q = p0[k]
-            base = 1.0 + t * q
-            kk = base**p1
-            ib = 1.0 / base
-            k1 = p1 * q * kk * ib
-            k2 = (p1 - 1.0) * q * k1 * ib
-            k3 = (p1 - 2.0) * q * k2 * ib
-            _grad_terms(t, d, kk, k1, k2, k3, c[k], ai[k], aj[k], k, acc, arho, apsi, abeta)
+            kk, k1, k2, ib = _imq_beta(t, q, p1)
+            _grad_terms(t, d, kk, k1, k2, (p1 - 2.0) * q * k2 * ib, c[k], ai[k], aj[k], k,
+                        acc, arho, apsi, abeta)
 
 
 @njit(cache=True, inline="always")
