@@ -368,10 +368,17 @@ def _upper_row(code, half, p1, p0, c, U, A, i, want_H, H, rowsum, tmp):
 
 
 @njit(cache=True)
-def _count_le(u, x):
-    """Number of pairs i < j with u[j] - u[i] <= x, for ascending ``u`` (two pointers)."""
+def _pairs_le(u, x):
+    """One two-pointer pass over the differences u[j] - u[i], i < j, of ascending ``u``.
+
+    Returns how many are <= x, the largest of those (-inf if none) and the smallest
+    difference above x (inf if none). For each ``i`` the first ``j`` with a difference
+    above ``x`` only moves forward, so the pass is O(n).
+    """
     n = u.shape[0]
     count = 0
+    below = -np.inf
+    above = np.inf
     j = 0
     for i in range(n):
         if j < i + 1:
@@ -379,43 +386,11 @@ def _count_le(u, x):
         while j < n and u[j] - u[i] <= x:
             j += 1
         count += j - i - 1
-    return count
-
-
-@njit(cache=True)
-def _max_le(u, x):
-    """Largest difference u[j] - u[i] (i < j) that is <= x (ascending ``u``)."""
-    n = u.shape[0]
-    best = -np.inf
-    j = 0
-    for i in range(n):
-        if j < i + 1:
-            j = i + 1
-        while j < n and u[j] - u[i] <= x:
-            j += 1
         if j - 1 > i:
-            d = u[j - 1] - u[i]
-            if d > best:
-                best = d
-    return best
-
-
-@njit(cache=True)
-def _min_gt(u, x):
-    """Smallest difference u[j] - u[i] (i < j) that is > x (ascending ``u``); inf if none."""
-    n = u.shape[0]
-    best = np.inf
-    j = 0
-    for i in range(n):
-        if j < i + 1:
-            j = i + 1
-        while j < n and u[j] - u[i] <= x:
-            j += 1
+            below = max(below, u[j - 1] - u[i])
         if j < n:
-            d = u[j] - u[i]
-            if d < best:
-                best = d
-    return best
+            above = min(above, u[j] - u[i])
+    return count, below, above
 
 
 @njit(cache=True)
@@ -542,7 +517,7 @@ def _pair_ranks(u, d, k, k2, clo, hi):
             mid = lo + 0.5 * (hi - lo)
             if mid <= lo or mid >= hi:  # no float between: all inside equal hi
                 return hi, hi
-        c = _list_count_le(d, mid) if listed else _count_le(u, mid)
+        c = _list_count_le(d, mid) if listed else _pairs_le(u, mid)[0]
         if c >= k2:
             hi = mid
             chi = c
@@ -552,7 +527,8 @@ def _pair_ranks(u, d, k, k2, clo, hi):
         elif listed:  # c == k < k2: rank k is the largest difference <= mid, k2 the next
             return _list_max_le(d, mid), _list_min_gt(d, mid)
         else:
-            return _max_le(u, mid), _min_gt(u, mid)
+            _, below, above = _pairs_le(u, mid)
+            return below, above
     if listed:  # one or two differences in (lo, hi]: the ranks clo + 1 and chi
         first = _list_min_gt(d, lo)
         last = _list_max_le(d, hi)
@@ -676,7 +652,7 @@ def _median_abs_diff(u, d):
     """
     n = u.shape[0]
     npairs = n * (n - 1) // 2
-    nzero = _list_count_le(d, 0.0) if d.shape[0] > 0 else _count_le(u, 0.0)
+    nzero = _list_count_le(d, 0.0) if d.shape[0] > 0 else _pairs_le(u, 0.0)[0]
     if nzero >= npairs:
         return -1.0
     hi = np.max(u) - np.min(u)
@@ -692,7 +668,7 @@ def _quantile_abs_diff(u, q):
     """The q-quantile of the positive pair differences of ascending ``u``."""
     n = u.shape[0]
     npairs = n * (n - 1) // 2
-    nzero = _count_le(u, 0.0)
+    nzero = _pairs_le(u, 0.0)[0]
     total = npairs - nzero
     if total <= 0:
         return -1.0
