@@ -225,6 +225,46 @@ def _bracket_median(cand, start, inside, rank, even):
     return med if med > 0.0 else -1.0
 
 
+@njit(cache=True, parallel=True)
+def _median_bracketed(T, bs):
+    """The median of ``t_ij``, ``i < j``, from the pairs in a sampled bracket (-1 on a miss).
+
+    Counts and fills run over row blocks of ``bs`` on numba's threads (each block's
+    numbers do not depend on the thread).
+    """
+    n = T.shape[0]
+    nb = (n + bs - 1) // bs
+    lo, hi = _median_bracket(T)
+    below = np.zeros(nb, dtype=np.int64)
+    inside = np.zeros(nb, dtype=np.int64)
+    for b in prange(nb):
+        below[b], inside[b] = _bracket_counts(T, b * bs, min(n, (b + 1) * bs), lo, hi)
+    start, rank = _bracket_starts(below, inside, n * (n - 1) // 2)
+    if rank < 0:
+        return -1.0
+    cand = np.empty(start[-1] + inside[-1] + 1)
+    for b in prange(nb):
+        _bracket_fill(T, b * bs, min(n, (b + 1) * bs), lo, hi, cand, start[b])
+    return _bracket_median(cand, start, inside, rank, n * (n - 1) % 4 == 0)
+
+
+@njit(cache=True)
+def _median_distance(T, bs):
+    """The median of ``t_ij``, ``i < j`` (of the positive ones if that is 0; 1 if none).
+
+    Beyond :data:`MEDIAN_DIRECT_PAIRS` pairs from a bracket (:func:`_median_bracketed`,
+    on numba's threads: the serial pass only meets so many pairs when called directly),
+    else, or when the bracket misses, by a selection over all pairs.
+    """
+    n = T.shape[0]
+    med = -1.0
+    if n * (n - 1) // 2 > MEDIAN_DIRECT_PAIRS:
+        med = _median_bracketed(T, bs)
+    if med < 0.0:
+        med = _median_upper_direct(T)
+    return med
+
+
 @njit(cache=True)
 def _bandwidth(med, scale):
     return max(np.sqrt(med) * scale, MIN_BANDWIDTH)
@@ -327,22 +367,7 @@ def svgd_field(code, beta, scale, h, X, S, Xc, nx, ones, T, drive, repulse):
     for b in prange(nb):
         _distance_rows(Xc, nx, T, b * bs, min(n, (b + 1) * bs))
     if h <= 0.0:
-        med = -1.0
-        if n * (n - 1) // 2 > MEDIAN_DIRECT_PAIRS:
-            lo, hi = _median_bracket(T)
-            below = np.zeros(nb, dtype=np.int64)
-            inside = np.zeros(nb, dtype=np.int64)
-            for b in prange(nb):
-                below[b], inside[b] = _bracket_counts(T, b * bs, min(n, (b + 1) * bs), lo, hi)
-            start, rank = _bracket_starts(below, inside, n * (n - 1) // 2)
-            if rank >= 0:
-                cand = np.empty(start[-1] + inside[-1] + 1)
-                for b in prange(nb):
-                    _bracket_fill(T, b * bs, min(n, (b + 1) * bs), lo, hi, cand, start[b])
-                med = _bracket_median(cand, start, inside, rank, n * (n - 1) % 4 == 0)
-        if med < 0.0:
-            med = _median_upper_direct(T)
-        h = _bandwidth(med, scale)
+        h = _bandwidth(_median_distance(T, bs), scale)
     inv = (1.0 / h) / h  # no overflow in h * h for a wide kernel
     p0 = 0.5 * inv if code == RBF else inv
     for b in prange(nb):
@@ -357,7 +382,9 @@ def svgd_field_serial(code, beta, scale, h, X, S, Xc, nx, ones, T, drive, repuls
     """:func:`svgd_field` on the calling thread, rows in blocks of ``bs``.
 
     With ``bs = SVGD_BLOCK`` the numbers are :func:`svgd_field`'s; small problems
-    take one block (``bs = N``: fewer, larger BLAS calls).
+    take one block (``bs = N``: fewer, larger BLAS calls). The median of more than
+    :data:`MEDIAN_DIRECT_PAIRS` pairs (a size that the flows send to
+    :func:`svgd_field`) runs on numba's threads, with the same numbers.
     """
     n, d = X.shape
     nb = (n + bs - 1) // bs
@@ -368,22 +395,7 @@ def svgd_field_serial(code, beta, scale, h, X, S, Xc, nx, ones, T, drive, repuls
     for b in range(nb):
         _distance_rows(Xc, nx, T, b * bs, min(n, (b + 1) * bs))
     if h <= 0.0:
-        med = -1.0
-        if n * (n - 1) // 2 > MEDIAN_DIRECT_PAIRS:
-            lo, hi = _median_bracket(T)
-            below = np.zeros(nb, dtype=np.int64)
-            inside = np.zeros(nb, dtype=np.int64)
-            for b in range(nb):
-                below[b], inside[b] = _bracket_counts(T, b * bs, min(n, (b + 1) * bs), lo, hi)
-            start, rank = _bracket_starts(below, inside, n * (n - 1) // 2)
-            if rank >= 0:
-                cand = np.empty(start[-1] + inside[-1] + 1)
-                for b in range(nb):
-                    _bracket_fill(T, b * bs, min(n, (b + 1) * bs), lo, hi, cand, start[b])
-                med = _bracket_median(cand, start, inside, rank, n * (n - 1) % 4 == 0)
-        if med < 0.0:
-            med = _median_upper_direct(T)
-        h = _bandwidth(med, scale)
+        h = _bandwidth(_median_distance(T, bs), scale)
     inv = (1.0 / h) / h
     p0 = 0.5 * inv if code == RBF else inv
     for b in range(nb):
