@@ -160,6 +160,22 @@ class _ParticleSampler(BaseEstimator):
     #: whether ``_terms`` checks the scores' finiteness (then later iterations skip it)
     _fused_score_check = False
 
+    def __init__(self, target, *, n_particles=100, n_iter=1000, step_size=0.1,
+                 optimizer="adagrad", kernel="rbf", bandwidth="median-log", kernel_params=None,
+                 history_every=10, random_state=None, verbose=0):
+        # the parameters every particle sampler has (SVGD's signature and defaults)
+        self.target = target
+        self.n_particles = n_particles
+        self.n_iter = n_iter
+        self.step_size = step_size
+        self.optimizer = optimizer
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.kernel_params = kernel_params
+        self.history_every = history_every
+        self.random_state = random_state
+        self.verbose = verbose
+
     def _threads(self, state):
         return contextlib.nullcontext()
 
@@ -515,20 +531,7 @@ class SVGD(_ParticleSampler):
     True
     """
 
-    def __init__(self, target, *, n_particles=100, n_iter=1000, step_size=0.1,
-                 optimizer="adagrad", kernel="rbf", bandwidth="median-log", kernel_params=None,
-                 history_every=10, random_state=None, verbose=0):
-        self.target = target
-        self.n_particles = n_particles
-        self.n_iter = n_iter
-        self.step_size = step_size
-        self.optimizer = optimizer
-        self.kernel = kernel
-        self.bandwidth = bandwidth
-        self.kernel_params = kernel_params
-        self.history_every = history_every
-        self.random_state = random_state
-        self.verbose = verbose
+    # __init__: the parameters of every particle sampler, stored by _ParticleSampler
 
     _fused_score_check = True
 
@@ -811,14 +814,10 @@ class SlicedSVGD(_ParticleSampler):
                  slice_update_tol=0.05,
                  slice_steps=1, slice_learning_rate=0.001, bandwidth_every=10,
                  history_every=10, random_state=None, verbose=0):
-        self.target = target
-        self.n_particles = n_particles
-        self.n_iter = n_iter
-        self.step_size = step_size
-        self.optimizer = optimizer
-        self.kernel = kernel
-        self.bandwidth = bandwidth
-        self.kernel_params = kernel_params
+        super().__init__(target, n_particles=n_particles, n_iter=n_iter, step_size=step_size,
+                         optimizer=optimizer, kernel=kernel, bandwidth=bandwidth,
+                         kernel_params=kernel_params, history_every=history_every,
+                         random_state=random_state, verbose=verbose)
         self.init_directions = init_directions
         self.slices = slices
         self.slice_update_every = slice_update_every
@@ -826,9 +825,6 @@ class SlicedSVGD(_ParticleSampler):
         self.slice_steps = slice_steps
         self.slice_learning_rate = slice_learning_rate
         self.bandwidth_every = bandwidth_every
-        self.history_every = history_every
-        self.random_state = random_state
-        self.verbose = verbose
 
     def direction(self, Z, score=None):
         r"""The sliced SVGD field at the particles ``Z``, after one direction update.
