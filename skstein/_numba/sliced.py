@@ -419,9 +419,10 @@ def _bracket_diffs(u, lo, hi, out):
     return pos
 
 
-# The same four questions asked of a list of the differences (small samples: the
-# list fits in the cache, and a branch-free pass over it is several times faster
-# than the two-pointer pass, whose inner loop mispredicts once per row).
+# The same questions (how many below, the largest below, the smallest above) asked of
+# a list of the differences: for small samples the list fits in the cache, and a
+# branch-free pass over it is several times faster than a two-pointer pass, whose
+# inner loop mispredicts once per row.
 
 @njit(cache=True)
 def _list_diffs(u, out):
@@ -445,6 +446,7 @@ def _list_diffs(u, out):
 
 @njit(cache=True)
 def _list_count_le(d, x):
+    """Number of entries of ``d`` that are <= x (a branch-free pass)."""
     count = np.int64(0)
     for q in range(d.shape[0]):
         count += d[q] <= x
@@ -478,8 +480,8 @@ def _list_min_gt(d, x):
     return np.array([best]).view(np.float64)[0]
 
 
-#: The bisection of :func:`_pair_ranks` stops once at most this many differences lie
-#: in its bracket; those are then listed and sorted.
+#: The two-pointer bisection of :func:`_pair_ranks` stops once at most this many
+#: differences lie in its bracket; those are then listed and sorted.
 PAIR_BRACKET = 24
 #: Up to this many pairs the differences of a column are listed (in the cache) and
 #: counted by branch-free passes; beyond, two-pointer passes on the sorted column.
@@ -496,8 +498,9 @@ def _pair_ranks(u, d, k, k2, clo, hi):
     is ascending and the counts are two-pointer passes. Exact: bisection on the value
     with one count per step narrows a bracket ``(lo, hi]`` that holds both ranks,
     until at most :data:`PAIR_BRACKET` differences lie in it (those are then listed
-    and sorted), a count splits the two ranks, or no float lies between the bounds
-    (then every difference inside equals ``hi``). The answers are differences as
+    and sorted; with a list, until at most two: the smallest and the largest inside),
+    a count splits the two ranks, or no float lies between the bounds (then every
+    difference inside equals ``hi``). The answers are differences as
     computed, so they equal the order statistics of the formed differences bit for bit.
     The steps aim at the ranks by interpolating the counts (about 8 counts instead of
     11 for 50 normal or Laplace points).
