@@ -169,15 +169,18 @@ def ksd_value_and_grad(X, S, *, kernel="rbf", bandwidth="median", kernel_params=
     return SteinGradient(total * scale, gS * scale, gX * scale, h)
 
 
-def _sliced_pass(code, p0, p1, U, A, c):
-    """(hsum (m,), rho (n, m), beta (n, m), psisum (m,)) summed over ordered pairs i != j."""
+def _sliced_pass(code, p0, p1, U, A, c, with_beta=True):
+    """(hsum (m,), rho (n, m), beta (n, m), psisum (m,)) summed over ordered pairs i != j.
+
+    ``beta`` stays zero unless ``with_beta`` (only gradients in the scores need it).
+    """
     n, m = U.shape
     rho = np.empty((n, m))
     beta = np.empty((n, m))
     hsum = np.empty(m)
     psisum = np.empty(m)
     with _threads_for(n, n // 2, m):
-        sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum)
+        sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum, with_beta)
     return 2.0 * hsum, rho, beta, 2.0 * psisum
 
 

@@ -825,7 +825,7 @@ def sliced_value_and_grad(X, S, directions, slices, bandwidths, *, kernel="rbf",
     rho = np.empty((n, m))
     beta = np.empty((n, m))
     with _threads_for(n, n // 2, m):
-        sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum)
+        sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum, grad_slices)
     scale = 1.0 / (n * (n - 1.0))
     psisum *= 2.0  # over ordered pairs
     values = 2.0 * hsum * scale

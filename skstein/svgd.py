@@ -1024,7 +1024,7 @@ class SlicedSVGD(_ParticleSampler):
                 U = (X @ G.T).reshape(n, -1)
             c = np.tile(np.einsum("kd,kd->k", R, G), nsets)
             hsum, rho, _, psisum = _sliced_pass(code, p0, p1, np.ascontiguousarray(U),
-                                                np.ascontiguousarray(A), c)
+                                                np.ascontiguousarray(A), c, with_beta=False)
             values = hsum * scale
             check_stein_finite(values)
             with np.errstate(over="ignore", invalid="ignore"):

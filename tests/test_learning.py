@@ -235,6 +235,12 @@ def test_symmetric_pass_matches_row_pass(code, p1):
     np.testing.assert_allclose(2 * ps, psi.sum(axis=0), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(rho2, rho, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(beta2, beta, rtol=1e-10, atol=1e-12)
+    # without beta: the other outputs bit for bit, beta left at zero
+    hs3, ps3 = np.empty(m), np.empty(m)
+    rho3, beta3 = np.empty((n, m)), np.full((n, m), np.nan)
+    sliced_grad_upper(code, p0, p1, U, A, c, hs3, rho3, beta3, ps3, False)
+    assert np.array_equal(hs3, hs) and np.array_equal(ps3, ps) and np.array_equal(rho3, rho2)
+    assert not beta3.any()
 
 
 @pytest.mark.parametrize("n", [2, 3, 33, 64, 97, 1100])

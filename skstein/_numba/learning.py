@@ -124,12 +124,15 @@ def _pair_terms(t, d, kk, k1, k2, k3, ck, ai, aj):
 
 
 @njit(cache=True, fastmath={"contract"})
-def _pairs_of_row(code, half, p1, p0, c, U, A, i, j0, j1, hrow, psirow, rho, beta):
+def _pairs_of_row(code, half, p1, p0, c, U, A, i, j0, j1, hrow, psirow, rho, beta,
+                  with_beta):
     """Pairs ``(i, j)`` for ``j0 <= j < j1`` (``j != i``): terms added to rows ``i`` and ``j``.
 
     ``h`` and ``psi`` of each unordered pair go to row ``i`` only (``hrow``, ``psirow``),
-    ``phi`` and the ``a`` derivatives to both rows. Compiled once (not inlined) for the
-    two loops of :func:`sliced_grad_upper`; the indices are int64.
+    ``phi`` and, with ``with_beta``, the ``a`` derivatives to both rows. Compiled once
+    (not inlined) for the two loops of :func:`sliced_grad_upper`; the indices are int64.
+    ``with_beta`` is the same for every pair of a call, so its test costs a predicted
+    branch, not a second compiled variant.
     """
     m = U.shape[1]
     ui = U[i]
@@ -162,8 +165,9 @@ def _pairs_of_row(code, half, p1, p0, c, U, A, i, j0, j1, hrow, psirow, rho, bet
                 phi = eq * (2.0 * ck * dif * w - 2.0 * d * aa - cd * ck * q * (4.0 * w + 8.0))
                 rho_i[k] += phi
                 rho_j[k] -= phi
-                beta_i[k] += e * aj[k] + 2.0 * eq * cd
-                beta_j[k] += e * ai[k] - 2.0 * eq * cd
+                if with_beta:
+                    beta_i[k] += e * aj[k] + 2.0 * eq * cd
+                    beta_j[k] += e * ai[k] - 2.0 * eq * cd
         else:
             for k in range(m):
                 d = ui[k] - uj[k]
@@ -180,8 +184,9 @@ def _pairs_of_row(code, half, p1, p0, c, U, A, i, j0, j1, hrow, psirow, rho, bet
                 psi_i[k] += psi
                 rho_i[k] += phi
                 rho_j[k] -= phi
-                beta_i[k] += bi
-                beta_j[k] += bj
+                if with_beta:
+                    beta_i[k] += bi
+                    beta_j[k] += bj
 
 
 #: Most row blocks of the tiled symmetric pass (an even number).
@@ -207,7 +212,7 @@ def _round_robin(r, s, nb):
 
 
 @njit(cache=True, parallel=PARALLEL, fastmath={"contract"})
-def sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum):
+def sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum, with_beta=True):
     r"""Sliced Stein kernels and their derivatives over the pairs ``i < j``, both rows filled.
 
     For each pair ``k`` and row ``i`` (sums over all ``j != i``):
@@ -243,7 +248,10 @@ def sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum):
     hsum, psisum : float64 (m,)
         Outputs.
     rho, beta : float64 (N, m)
-        Outputs.
+        Outputs (``beta`` is left at zero unless ``with_beta``).
+    with_beta : bool, default=True
+        Whether to accumulate ``beta``: only the slices' gradient needs it, and it is a
+        fifth of the pair work.
     """
     n, m = U.shape
     half = p1 == -0.5
@@ -256,7 +264,8 @@ def sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum):
         b = np.int64(bp)
         hi = (b + 1) * n // nb
         for i in range(b * n // nb, hi):
-            _pairs_of_row(code, half, p1, p0, c, U, A, i, i + 1, hi, hrow, psirow, rho, beta)
+            _pairs_of_row(code, half, p1, p0, c, U, A, i, i + 1, hi, hrow, psirow, rho, beta,
+                          with_beta)
     for r in range(nb - 1):
         for sp in prange(nb // 2):
             bi, bj = _round_robin(r, np.int64(sp), nb)
@@ -264,7 +273,7 @@ def sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum):
             jhi = (bj + 1) * n // nb
             for i in range(bi * n // nb, (bi + 1) * n // nb):
                 _pairs_of_row(code, half, p1, p0, c, U, A, i, jlo, jhi, hrow, psirow, rho,
-                              beta)
+                              beta, with_beta)
     hsum[:] = 0.0
     psisum[:] = 0.0
     for i in range(n):
