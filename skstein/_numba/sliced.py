@@ -460,11 +460,10 @@ def _list_max_le(d, x):
     On the bit patterns: for non-negative floats the integer order is the float
     order, and an integer maximum vectorises.
     """
-    bits = d.view(np.int64)
     best = np.int64(0)
     for q in range(d.shape[0]):
-        best = max(best, bits[q] if d[q] <= x else np.int64(0))
-    return np.array([best]).view(np.float64)[0]
+        best = max(best, _f64_as_i64(d[q]) if d[q] <= x else np.int64(0))
+    return _i64_as_f64(best)
 
 
 _INF_BITS = np.int64(0x7FF0000000000000)
@@ -473,11 +472,10 @@ _INF_BITS = np.int64(0x7FF0000000000000)
 @njit(cache=True)
 def _list_min_gt(d, x):
     """Smallest entry > x of the non-negative ``d`` (inf if none), as :func:`_list_max_le`."""
-    bits = d.view(np.int64)
     best = _INF_BITS
     for q in range(d.shape[0]):
-        best = min(best, bits[q] if d[q] > x else _INF_BITS)
-    return np.array([best]).view(np.float64)[0]
+        best = min(best, _f64_as_i64(d[q]) if d[q] > x else _INF_BITS)
+    return _i64_as_f64(best)
 
 
 #: The two-pointer bisection of :func:`_pair_ranks` stops once at most this many
@@ -538,8 +536,23 @@ def _pair_ranks(u, d, k, k2, clo, hi):
         return first if k == clo + 1 else last, first if k2 == clo + 1 else last
     buf = np.empty(chi - clo)
     _bracket_diffs(u, lo, hi, buf)
-    buf.sort()
+    _insertion_sort(buf)
     return buf[k - clo - 1], buf[k2 - clo - 1]
+
+
+@njit(cache=True)
+def _insertion_sort(a):
+    """Sort the few (at most :data:`PAIR_BRACKET`) values of ``a`` in place, ascending.
+
+    For so few values an insertion sort is as fast as NumPy's, and far cheaper to
+    compile than numba's quicksort (about a second on first use)."""
+    for i in range(1, a.shape[0]):
+        v = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > v:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = v
 
 
 def median_abs_diff_columns(U, out):
@@ -658,9 +671,16 @@ def _median_abs_diff(u, d):
     nzero = _list_count_le(d, 0.0) if d.shape[0] > 0 else _pairs_le(u, 0.0)[0]
     if nzero >= npairs:
         return -1.0
-    hi = np.max(u) - np.min(u)
-    # median of all differences, or of the positive ones when that is zero
-    med = _middle_pair(u, d, 0, npairs, nzero, hi)
+    umin = u[0]
+    umax = u[0]
+    for i in range(1, n):
+        umin = min(umin, u[i])
+        umax = max(umax, u[i])
+    hi = umax - umin
+    # median of all differences, or of the positive ones when that is zero (offset an
+    # int64 variable in both calls: a literal 0 would compile a second variant)
+    start = nzero - nzero
+    med = _middle_pair(u, d, start, npairs, nzero, hi)
     if med <= 0.0:
         med = _middle_pair(u, d, nzero, npairs - nzero, nzero, hi)
     return med
