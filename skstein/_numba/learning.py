@@ -260,20 +260,21 @@ def sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum, with_beta=
     psirow = np.zeros((n, m))
     rho[:, :] = 0.0
     beta[:, :] = 0.0
-    for bp in prange(nb):  # the diagonal tiles
-        b = np.int64(bp)
-        hi = (b + 1) * n // nb
-        for i in range(b * n // nb, hi):
-            _pairs_of_row(code, half, p1, p0, c, U, A, i, i + 1, hi, hrow, psirow, rho, beta,
-                          with_beta)
-    for r in range(nb - 1):
-        for sp in prange(nb // 2):
-            bi, bj = _round_robin(r, np.int64(sp), nb)
+    # round 0: the diagonal tiles; rounds 1 .. nb - 1: the round-robin tiles. One
+    # parallel loop and one call site, so the pair kernel is compiled into it once.
+    for r in range(nb):
+        ntiles = nb if r == 0 else nb // 2
+        for sp in prange(ntiles):
+            s = np.int64(sp)
+            if r == 0:
+                bi, bj = s, s
+            else:
+                bi, bj = _round_robin(r - 1, s, nb)
             jlo = bj * n // nb
             jhi = (bj + 1) * n // nb
             for i in range(bi * n // nb, (bi + 1) * n // nb):
-                _pairs_of_row(code, half, p1, p0, c, U, A, i, jlo, jhi, hrow, psirow, rho,
-                              beta, with_beta)
+                _pairs_of_row(code, half, p1, p0, c, U, A, i, i + 1 if r == 0 else jlo, jhi,
+                              hrow, psirow, rho, beta, with_beta)
     hsum[:] = 0.0
     psisum[:] = 0.0
     for i in range(n):
