@@ -63,7 +63,8 @@ def test_graph_sees_the_package():
 
 
 @pytest.mark.parametrize("module", ["skstein._validation", "skstein._random",
-                                    "skstein._result", "skstein._threads"])
+                                    "skstein._result", "skstein._threads",
+                                    "skstein._docstrings"])
 def test_ground_floor_imports_nothing_of_skstein(module):
     assert GRAPH[module] == set(), f"{module} imports {sorted(GRAPH[module])}"
 
