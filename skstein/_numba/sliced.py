@@ -367,6 +367,18 @@ def _upper_row(code, half, p1, p0, c, U, A, i, want_H, H, rowsum, tmp):
             H[i, j] = _sum4(tmp)
 
 
+@njit(cache=True, inline="always")
+def _past(u, i, j, x):
+    """The first index from ``max(j, i + 1)`` whose difference ``u[.] - u[i]`` is above
+    ``x`` (ascending ``u``; ``len(u)`` if none): one step of the two-pointer passes."""
+    n = u.shape[0]
+    if j < i + 1:
+        j = i + 1
+    while j < n and u[j] - u[i] <= x:
+        j += 1
+    return j
+
+
 @njit(cache=True)
 def _pairs_le(u, x):
     """One two-pointer pass over the differences u[j] - u[i], i < j, of ascending ``u``.
@@ -381,10 +393,7 @@ def _pairs_le(u, x):
     above = np.inf
     j = 0
     for i in range(n):
-        if j < i + 1:
-            j = i + 1
-        while j < n and u[j] - u[i] <= x:
-            j += 1
+        j = _past(u, i, j, x)
         count += j - i - 1
         if j - 1 > i:
             below = max(below, u[j - 1] - u[i])
@@ -405,14 +414,8 @@ def _bracket_diffs(u, lo, hi, out):
     b = 0
     pos = 0
     for i in range(n):
-        if a < i + 1:
-            a = i + 1
-        while a < n and u[a] - u[i] <= lo:
-            a += 1
-        if b < a:
-            b = a
-        while b < n and u[b] - u[i] <= hi:
-            b += 1
+        a = _past(u, i, a, lo)
+        b = _past(u, i, max(a, b), hi)
         for j in range(a, b):
             out[pos] = u[j] - u[i]
             pos += 1
