@@ -130,7 +130,8 @@ def _pairs_of_row(code, half, p1, p0, c, U, A, i, j0, j1, hrow, psirow, rho, bet
 
     ``h`` and ``psi`` of each unordered pair go to row ``i`` only (``hrow``, ``psirow``),
     ``phi`` and, with ``with_beta``, the ``a`` derivatives to both rows. Compiled once
-    (not inlined) for the two loops of :func:`sliced_grad_upper`; the indices are int64.
+    (not inlined) for the one parallel loop of :func:`sliced_grad_upper`; the indices
+    are int64.
     ``with_beta`` is the same for every pair of a call, so its test costs a predicted
     branch, not a second compiled variant.
     """
