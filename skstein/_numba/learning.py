@@ -132,8 +132,7 @@ def _pairs_of_row(code, half, p1, p0, c, U, A, i, j0, j1, hrow, psirow, rho, bet
     ``phi`` and, with ``with_beta``, the ``a`` derivatives to both rows. Compiled once
     (not inlined) for the one parallel loop of :func:`sliced_grad_upper`; the indices
     are int64.
-    ``with_beta`` is the same for every pair of a call, so its test costs a predicted
-    branch, not a second compiled variant.
+    ``with_beta`` is the same for every pair of a call: it picks one of two RBF loops.
     """
     m = U.shape[1]
     ui = U[i]
@@ -150,25 +149,44 @@ def _pairs_of_row(code, half, p1, p0, c, U, A, i, j0, j1, hrow, psirow, rho, bet
         if code == RBF:
             # the same terms with K = E, K' = -qE, K'' = q^2 E, K''' = -q^3 E written
             # out (w = 1 - 2tq): fewer operations in the hot loop
-            for k in range(m):
-                d = ui[k] - uj[k]
-                q = p0[k]
-                ck = c[k]
-                tq = d * d * q
-                e = fast_exp(-tq)
-                w = 1.0 - 2.0 * tq
-                dif = ai[k] - aj[k]
-                aa = ai[k] * aj[k]
-                cd = ck * d
-                eq = e * q
-                h_i[k] += e * aa + 2.0 * eq * (cd * dif + ck * ck * w)
-                psi_i[k] += 2.0 * eq * (d * dif + 2.0 * ck * w)
-                phi = eq * (2.0 * ck * dif * w - 2.0 * d * aa - cd * ck * q * (4.0 * w + 8.0))
-                rho_i[k] += phi
-                rho_j[k] -= phi
-                if with_beta:
+            # two loops: a with_beta test inside the loop compiles to masked loads and
+            # stores of beta on every element, even when it is False
+            if with_beta:
+                for k in range(m):
+                    d = ui[k] - uj[k]
+                    q = p0[k]
+                    ck = c[k]
+                    tq = d * d * q
+                    e = fast_exp(-tq)
+                    w = 1.0 - 2.0 * tq
+                    dif = ai[k] - aj[k]
+                    aa = ai[k] * aj[k]
+                    cd = ck * d
+                    eq = e * q
+                    h_i[k] += e * aa + 2.0 * eq * (cd * dif + ck * ck * w)
+                    psi_i[k] += 2.0 * eq * (d * dif + 2.0 * ck * w)
+                    phi = eq * (2.0 * ck * dif * w - 2.0 * d * aa - cd * ck * q * (4.0 * w + 8.0))
+                    rho_i[k] += phi
+                    rho_j[k] -= phi
                     beta_i[k] += e * aj[k] + 2.0 * eq * cd
                     beta_j[k] += e * ai[k] - 2.0 * eq * cd
+            else:
+                for k in range(m):
+                    d = ui[k] - uj[k]
+                    q = p0[k]
+                    ck = c[k]
+                    tq = d * d * q
+                    e = fast_exp(-tq)
+                    w = 1.0 - 2.0 * tq
+                    dif = ai[k] - aj[k]
+                    aa = ai[k] * aj[k]
+                    cd = ck * d
+                    eq = e * q
+                    h_i[k] += e * aa + 2.0 * eq * (cd * dif + ck * ck * w)
+                    psi_i[k] += 2.0 * eq * (d * dif + 2.0 * ck * w)
+                    phi = eq * (2.0 * ck * dif * w - 2.0 * d * aa - cd * ck * q * (4.0 * w + 8.0))
+                    rho_i[k] += phi
+                    rho_j[k] -= phi
         else:
             for k in range(m):
                 d = ui[k] - uj[k]
