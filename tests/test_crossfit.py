@@ -164,3 +164,113 @@ def test_starts_and_ascent_size(variant):
         search_directions(X, model, variant=variant, starts=("ica", "ica"))
     with pytest.raises(ValueError, match="starts"):
         search_directions(X, model, variant=variant, starts=("nope",))
+
+
+# --- the linear Stein statistic along the moment direction (moment=True) ----------
+
+def _variance_along(n, d, seed, variance=1.6):
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal(d)
+    v /= np.linalg.norm(v)
+    Z = rng.standard_normal((n, d))
+    return Z + (np.sqrt(variance) - 1.0) * np.outer(Z @ v, v), v
+
+
+def test_moment_sums_and_forms_match_the_double_loop():
+    from skstein._bootstrap import bootstrap_weights
+    from skstein.gof._maxsksd import moment_forms, moment_sums, moment_terms
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((9, 3))
+    S = -X + 0.1 * rng.standard_normal((9, 3))
+    u = rng.standard_normal(3)
+    u /= np.linalg.norm(u)
+    xi = np.array([(s @ u) * (x @ u) + 1.0 for x, s in zip(X, S)])
+    H = np.outer(xi, xi)
+    off = H.sum() - np.trace(H)
+    sums = moment_sums(X, S, u)
+    assert sums.offdiag_sum == pytest.approx(off, rel=1e-12)
+    np.testing.assert_allclose(sums.diag, np.diag(H), rtol=1e-12)
+    np.testing.assert_allclose(sums.rowsums, H.sum(axis=1) - np.diag(H), rtol=1e-12)
+    assert sums.statistic("u") == pytest.approx(off / (9 * 8), rel=1e-12)
+    V = bootstrap_weights("rademacher", 9, 5, np.random.default_rng(0))
+    forms = moment_forms(moment_terms(X, S, u), V)
+    slow = [sum(v[i] * v[j] * H[i, j] for i in range(9) for j in range(9) if i != j)
+            for v in V]
+    np.testing.assert_allclose(forms, slow, rtol=1e-10, atol=1e-14)
+
+
+def test_moment_terms_have_mean_zero_under_the_model():
+    # Stein's identity with the test function (u.x) u, for any fixed unit u
+    from skstein.distributions import Laplace
+    from skstein.gof._maxsksd import moment_terms
+
+    model = Laplace(4)
+    X = model.rvs(200_000, random_state=0)
+    u = np.array([0.5, -0.5, 0.5, 0.5])
+    xi = moment_terms(X, model.grad_logpdf(X), u)
+    assert abs(xi.mean()) <= 4 * xi.std() / np.sqrt(len(xi))
+
+
+def test_moment_direction_points_at_the_variance_change():
+    from skstein.gof._maxsksd import moment_direction
+
+    X, v = _variance_along(4000, 10, 0)
+    u = moment_direction(X, -X)
+    assert abs(u @ v) > 0.95 and np.linalg.norm(u) == pytest.approx(1.0)
+
+
+def test_moment_candidate_in_the_aggregated_test():
+    X, _ = _variance_along(400, 8, 1)
+    test = MaxSKSDTest(Gaussian(np.zeros(8)), variant="rg", n_slices=4, moment=True,
+                       n_bootstrap=200, random_state=0)
+    res = test.test(X)
+    assert "moment" in res.labels and res.bandwidths.shape == (len(res.labels), 4)
+    k = res.labels.index("moment")
+    assert np.all(np.isnan(res.bandwidths[k])) and np.isfinite(res.statistics[k])
+    assert len(np.atleast_1d(test.discrepancy(X))) == len(res.labels)
+    again = MaxSKSDTest(Gaussian(np.zeros(8)), variant="rg", n_slices=4, moment=True,
+                        n_bootstrap=200, random_state=0).test(X)
+    assert again.pvalue == res.pvalue and np.array_equal(again.statistics, res.statistics)
+    # fitted: the candidate is learned by fit and kept in candidates_
+    fitted = MaxSKSDTest(Gaussian(np.zeros(8)), variant="rg", n_slices=4, moment=True,
+                         n_bootstrap=200, random_state=0).fit(X[:200])
+    assert fitted.candidates_[-1][0] == "moment" and fitted.candidates_[-1][3] is None
+    assert "moment" in fitted.test(X[200:]).labels
+    cv = MaxSKSDTest(Gaussian(np.zeros(8)), variant="rg", n_slices=4, moment=True, cv=2,
+                     n_bootstrap=200, random_state=0).test(X)
+    assert len(cv.pvalues) == 2 and cv.bandwidths.shape == (2, 4)
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, None])
+def test_bad_moment(bad):
+    X = np.random.default_rng(0).standard_normal((40, 3))
+    with pytest.raises(TypeError, match="moment"):
+        MaxSKSDTest(Gaussian(np.zeros(3)), moment=bad).test(X)
+
+
+def test_moment_finds_a_variance_change_the_slices_dilute():
+    # variance 1.6 along a random direction in 20-D, n = 600: the moment statistic
+    # rejects in all of 5 trials (2-fold cross-fitting)
+    for seed in range(5):
+        X, _ = _variance_along(600, 20, 10 + seed)
+        test = MaxSKSDTest(Gaussian(np.zeros(20)), variant="rg", moment=True, cv=2,
+                           n_bootstrap=200, random_state=seed)
+        assert test.test(X).reject
+
+
+@pytest.mark.slow
+def test_moment_calibration():
+    # 100 null trials with a Student-t model (skewed, heavy-tailed Stein terms):
+    # rate <= alpha + 3 sd
+    from skstein.distributions import StudentT
+
+    d, n, R = 5, 200, 100
+    model = StudentT(d, 5.0)
+    rates = []
+    for seed in range(R):
+        X = model.rvs(n, random_state=200 + seed)
+        test = MaxSKSDTest(model, variant="rg", n_slices=2, moment=True, cv=2,
+                           n_bootstrap=100, max_iter=5, random_state=seed)
+        rates.append(test.test(X).reject)
+    assert np.mean(rates) <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / R)

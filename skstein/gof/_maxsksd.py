@@ -34,9 +34,11 @@ from ..directions import (
     _n_pairs,
     _to_whitened,
     search_directions,
+    stein_moment_matrix,
 )
 from ..discrepancy import (
     DEFAULT_MAX_MEMORY,
+    SteinSums,
     is_collection,
     resolve_sliced_bandwidth,
     resolve_sliced_bandwidths,
@@ -182,6 +184,48 @@ def crossfit_result(results, combine, alpha):
     )
 
 
+#: Label of the candidate of ``moment=True``.
+MOMENT = "moment"
+
+
+def moment_direction(X, S):
+    r"""The unit eigenvector ``u`` of the largest :math:`|\lambda|` of the Stein moment
+    matrix of ``X`` (scores ``S``, :func:`~skstein.directions.stein_moment_matrix`).
+
+    Along ``u`` the sample's second moments depart most from the model's: for a
+    Gaussian model, the sample covariance differs most from the model's there.
+    """
+    evals, evecs = np.linalg.eigh(stein_moment_matrix(X, S))
+    return np.ascontiguousarray(evecs[:, int(np.argmax(np.abs(evals)))])
+
+
+def moment_sums(X, S, u):
+    r""":class:`~skstein.discrepancy.SteinSums` of the linear Stein kernel along ``u``.
+
+    With :math:`\xi_i = (s_i^\top u)(x_i^\top u) + \|u\|^2` (Stein's operator applied
+    to the test function :math:`x \mapsto (u^\top x) u`, zero in expectation under
+    the model), the kernel is :math:`h(x_i, x_j) = \xi_i \xi_j`: its U-statistic
+    estimates :math:`(E\,\xi)^2`, the maxSKSD of the single pair (slice ``u``,
+    direction ``u``) with the linear kernel :math:`k(a, b) = ab` on the projections.
+    """
+    xi = moment_terms(X, S, u)
+    total = float(xi.sum())
+    return SteinSums(n=X.shape[0], offdiag_sum=total * total - float(xi @ xi), diag=xi * xi,
+                     rowsums=xi * (total - xi))
+
+
+def moment_terms(X, S, u):
+    r"""The Stein terms :math:`\xi_i = (s_i^\top u)(x_i^\top u) + \|u\|^2`
+    (see :func:`moment_sums`)."""
+    return (S @ u) * (X @ u) + float(u @ u)
+
+
+def moment_forms(xi, V):
+    r"""The off-diagonal bootstrap forms :math:`\sum_{i \ne j} v_i v_j \xi_i \xi_j`, one per
+    row ``v`` of ``V``."""
+    return (V @ xi) ** 2 - (V * V) @ (xi * xi)
+
+
 class _WhitenedScore:
     """The model's score in the whitened coordinates ``z = x A``: ``s(z B^T) B``."""
 
@@ -302,6 +346,23 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         each valid whatever the dependence between the folds (each fold's directions
         depend on points that other folds test, so the p-values depend on each other
         in a way that no joint bootstrap accounts for).
+    moment : bool, default=False
+        Also test the linear Stein statistic along the direction ``u`` where the
+        learning sample's second moments depart most from the model's: the
+        eigenvector of the largest :math:`|\lambda|` of its Stein moment matrix
+        (:func:`~skstein.directions.stein_moment_matrix`). The statistic is the
+        U-statistic of :math:`\xi_i \xi_j` with :math:`\xi_i = (s_i^\top
+        u)(x_i^\top u) + 1`, whose mean is zero under the model (Stein's identity
+        for the test function :math:`x \mapsto (u^\top x) u`): the maxSKSD of the
+        single pair (slice ``u``, direction ``u``) with the linear kernel
+        :math:`k(a, b) = ab` on the projections. It is aggregated with the sliced
+        statistics in the same bootstrap (label ``"moment"``; its bandwidth row is
+        NaN), and learned by :meth:`fit` (kept in ``candidates_``), on the split or
+        on each fold's learning side. A change of variance along one direction
+        shows in one of the slices of maxSKSD-rg, whose 1-D RBF kernels dilute it;
+        the linear kernel along ``u`` tests it directly. It costs one
+        eigendecomposition of a ``D x D`` matrix per learning sample. See
+        ``gof-rotated`` for what it earns with ``cv=2``.
     statistic : {"u", "v"}, default="u"
     bootstrap : {"multinomial", "rademacher"}, default="multinomial"
         As in :class:`KSDTest` (the multinomial bootstrap warns below 20 test points).
@@ -423,7 +484,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
                  learning_rate=0.01, schedule="cosine", max_iter=20, tol=1e-3, patience=10,
                  n_restarts=1, bandwidth_every=10, validation_fraction=0.25, batch_size=None,
                  orthogonal_slices=True, train_size=0.2, cv=None, combine="bonferroni",
-                 statistic="u",
+                 moment=False, statistic="u",
                  bootstrap="multinomial", n_bootstrap=1000, alpha=0.05, random_state=None,
                  max_memory=DEFAULT_MAX_MEMORY, whiten=False):
         self.model = model
@@ -450,6 +511,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         self.train_size = train_size
         self.cv = cv
         self.combine = combine
+        self.moment = moment
         self.statistic = statistic
         self.bootstrap = bootstrap
         self.n_bootstrap = n_bootstrap
@@ -508,7 +570,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         self.directions_ = res.directions
         self.slices_ = res.slices
         self.bandwidth_ = res.bandwidth
-        self.candidates_ = res.candidates
+        self.candidates_ = res.candidates + self._moment_candidates(X)
         self.n_iter_ = res.n_iter
         self._ascent = None
 
@@ -607,6 +669,13 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
     def _split(self, X, rng):
         return split_sample(X, self.train_size, rng)
 
+    def _moment_candidates(self, X):
+        """``((MOMENT, u, u, None),)`` learned on ``X`` when ``moment``, else ``()``."""
+        if not check_bool(self.moment, "moment"):
+            return ()
+        u = moment_direction(X, evaluate_score(self.model, X, "model"))[None, :]
+        return ((MOMENT, u, u.copy(), None),)
+
     def _prepare(self, X, rng):
         """Validated test sample, its scores and the statistics to compute.
 
@@ -625,6 +694,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             Xtr, X = self._split(X, split_rng)
             with on_training_part(Xtr, self.train_size):
                 candidates = self._search(Xtr, search_rng)[0].candidates
+            candidates += self._moment_candidates(Xtr)
         S, specs = self._specs(X, candidates, rng)
         return X, S, specs
 
@@ -637,7 +707,9 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             check_positive_int(self.n_bandwidths, "n_bandwidths")
         specs = []
         for name, G, R, h in candidates:
-            if collection:
+            if h is None:  # the moment candidate: no bandwidth
+                rows = None
+            elif collection:
                 rows = resolve_sliced_bandwidths(X @ G.T, tb, self.n_bandwidths,
                                                  random_state=rng, name="test_bandwidth")
             elif tb is not None:
@@ -670,6 +742,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             Xtr, Xte = X[learn], X[test_idx]
             with _on_fold(Xtr, K):
                 candidates = self._search(Xtr, search_rng, ascent_size, starts)[0].candidates
+            candidates += self._moment_candidates(Xtr)
             S, specs = self._specs(Xte, candidates, spec_rng)
             out.append((Xte, S, specs))
         return out
@@ -682,9 +755,11 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             parts = self._prepare_folds(X, rng)
         else:
             parts = [self._prepare(X, rng)]
-        sums = [sliced_stein_sums(Xp, S, G, R, hk, kernel=self.kernel,
+        sums = [moment_sums(Xp, S, G[0]) if rows is None else
+                sliced_stein_sums(Xp, S, G, R, hk, kernel=self.kernel,
                                   kernel_params=self.kernel_params, max_memory=self.max_memory)
-                for Xp, S, specs in parts for _, G, R, rows in specs for hk in rows]
+                for Xp, S, specs in parts for _, G, R, rows in specs
+                for hk in ([None] if rows is None else rows)]
         return sums, len(sums) > 1
 
     def _test(self, X):
@@ -713,6 +788,12 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         V = bootstrap_weights(self.bootstrap, n, self.n_bootstrap, boot_rng, self.statistic)
         sums, nulls, rows_all, labels = [], [], [], []
         for name, G, R, rows in specs:
+            if rows is None:  # the moment candidate
+                sums.append(moment_sums(X, S, G[0]))
+                nulls.append(moment_forms(moment_terms(X, S, G[0]), V)[:, None])
+                rows_all.append(None)
+                labels.append(name)
+                continue
             s, null = sliced_sums_and_forms(X, S, G, R, rows, V, kernel=self.kernel,
                                             kernel_params=self.kernel_params,
                                             max_memory=self.max_memory)
@@ -722,7 +803,9 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             labels += [name if len(rows) == 1 else f"{name}, factor {k}"
                        for k in range(len(rows))]
         null = np.concatenate(nulls, axis=1)
-        rows_all = np.concatenate(rows_all, axis=0)
+        width = max((r.shape[1] for r in rows_all if r is not None), default=1)
+        rows_all = np.concatenate([np.full((1, width), np.nan) if r is None else r
+                                   for r in rows_all], axis=0)
         if self.statistic == "v":
             null += (V * V) @ np.stack([s.diag for s in sums], axis=1)
         stats = np.array([s.statistic(self.statistic) for s in sums])
@@ -740,8 +823,9 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         what = []
         if len(specs) > 1:
             what.append(f"{len(specs)} direction sets")
-        if len(specs[0][3]) > 1:
-            what.append(f"{len(specs[0][3])} bandwidth factors")
+        factors = [len(rows) for _, _, _, rows in specs if rows is not None]
+        if factors and factors[0] > 1:
+            what.append(f"{factors[0]} bandwidth factors")
         return aggregated_result(stats, null,
                                  method + ", aggregated over " + " x ".join(what) + ")",
                                  rows_all, labels=tuple(labels), **common)
