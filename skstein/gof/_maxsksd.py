@@ -199,8 +199,9 @@ def moment_direction(X, S):
     return np.ascontiguousarray(evecs[:, int(np.argmax(np.abs(evals)))])
 
 
-def moment_sums(X, S, u):
-    r""":class:`~skstein.discrepancy.SteinSums` of the linear Stein kernel along ``u``.
+def moment_sums(xi):
+    r""":class:`~skstein.discrepancy.SteinSums` of the linear Stein kernel along ``u``,
+    from its terms ``xi`` (:func:`moment_terms`).
 
     With :math:`\xi_i = (s_i^\top u)(x_i^\top u) + \|u\|^2` (Stein's operator applied
     to the test function :math:`x \mapsto (u^\top x) u`, zero in expectation under
@@ -208,9 +209,8 @@ def moment_sums(X, S, u):
     estimates :math:`(E\,\xi)^2`, the maxSKSD of the single pair (slice ``u``,
     direction ``u``) with the linear kernel :math:`k(a, b) = ab` on the projections.
     """
-    xi = moment_terms(X, S, u)
     total = float(xi.sum())
-    return SteinSums(n=X.shape[0], offdiag_sum=total * total - float(xi @ xi), diag=xi * xi,
+    return SteinSums(n=xi.shape[0], offdiag_sum=total * total - float(xi @ xi), diag=xi * xi,
                      rowsums=xi * (total - xi))
 
 
@@ -223,7 +223,7 @@ def moment_terms(X, S, u):
 def moment_forms(xi, V):
     r"""The off-diagonal bootstrap forms :math:`\sum_{i \ne j} v_i v_j \xi_i \xi_j`, one per
     row ``v`` of ``V``."""
-    return (V @ xi) ** 2 - (V * V) @ (xi * xi)
+    return (V @ xi) ** 2 - np.einsum("bi,bi,i->b", V, V, xi * xi)
 
 
 class _WhitenedScore:
@@ -755,7 +755,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             parts = self._prepare_folds(X, rng)
         else:
             parts = [self._prepare(X, rng)]
-        sums = [moment_sums(Xp, S, G[0]) if rows is None else
+        sums = [moment_sums(moment_terms(Xp, S, G[0])) if rows is None else
                 sliced_stein_sums(Xp, S, G, R, hk, kernel=self.kernel,
                                   kernel_params=self.kernel_params, max_memory=self.max_memory)
                 for Xp, S, specs in parts for _, G, R, rows in specs
@@ -789,8 +789,9 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         sums, nulls, rows_all, labels = [], [], [], []
         for name, G, R, rows in specs:
             if rows is None:  # the moment candidate
-                sums.append(moment_sums(X, S, G[0]))
-                nulls.append(moment_forms(moment_terms(X, S, G[0]), V)[:, None])
+                xi = moment_terms(X, S, G[0])
+                sums.append(moment_sums(xi))
+                nulls.append(moment_forms(xi, V)[:, None])
                 rows_all.append(None)
                 labels.append(name)
                 continue
