@@ -38,6 +38,7 @@ __all__ = [
     "check_positive_float",
     "check_positive_int",
     "check_choice",
+    "check_model_dim",
     "check_whiten",
     "check_no_whiten",
     "check_bandwidth_rule",
@@ -222,23 +223,30 @@ def resolve_score(model, name="model"):
     )
 
 
-def evaluate_score(model, X, name="model", check_tails=True):
-    """Evaluate and validate the model's score at the rows of ``X``.
-
-    Returns a C-contiguous float64 array of the shape of ``X``; the score sees a copy
-    of ``X``, so one that writes into its input changes nothing. Raises when the
-    model's dimension or the score's shape disagree with ``X`` or when a score is
-    not finite; warns (:class:`HeavyTailWarning`) when the squared score norms
-    look like they have an infinite mean.
-    """
-    score = resolve_score(model, name)
+def check_model_dim(model, X, name="model"):
+    """Raise unless the model's ``dim`` (when it has one) is the number of columns of X."""
     dim = getattr(model, "dim", None)
     if dim is not None and not callable(dim) and int(dim) != X.shape[1]:
         raise ValueError(
             f"X has {X.shape[1]} features but {name} is a distribution on "
             f"{int(dim)} dimensions."
         )
-    values = score(X.copy())  # a score that writes into its input cannot change X
+
+
+def evaluate_score(model, X, name="model", check_tails=True, values=None):
+    """Evaluate and validate the model's score at the rows of ``X``.
+
+    Returns a C-contiguous float64 array of the shape of ``X``; the score sees a copy
+    of ``X``, so one that writes into its input changes nothing. Raises when the
+    model's dimension or the score's shape disagree with ``X`` or when a score is
+    not finite; warns (:class:`HeavyTailWarning`) when the squared score norms
+    look like they have an infinite mean. ``values``: the score's answer at ``X``
+    when the caller has it already (a stochastic score is then not called twice).
+    """
+    score = resolve_score(model, name)
+    check_model_dim(model, X, name)
+    if values is None:
+        values = score(X.copy())  # a score that writes into its input cannot change X
     try:
         S = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:

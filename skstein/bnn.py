@@ -23,6 +23,9 @@ from .svgd import SVGD, SlicedSVGD
 __all__ = ["BNNRegressor"]
 
 SAMPLERS = ("sliced-svgd", "svgd")
+#: sampler parameters that BNNRegressor sets itself
+_OWN = ("target", "n_particles", "n_iter", "step_size", "optimizer", "history_every",
+        "random_state", "verbose")
 
 
 class _Monitored:
@@ -32,11 +35,15 @@ class _Monitored:
     particles' mean prediction on the last batch.
     """
 
-    def __init__(self, posterior, bar, per_epoch, y_scale):
+    def __init__(self, posterior, bar, per_epoch, y_scale, on_epoch=None):
         self.posterior, self.bar, self.per_epoch = posterior, bar, per_epoch
         self.y_scale, self.dim, self.calls = y_scale, posterior.dim, 0
+        self.on_epoch = on_epoch
 
     def grad_logpdf(self, theta):
+        if self.on_epoch is not None and self.calls and self.calls % self.per_epoch == 0:
+            # the particles after a whole number of epochs (before the next step)
+            self.on_epoch(self.posterior, self.calls // self.per_epoch, theta)
         S = self.posterior.grad_logpdf(theta)
         self.calls += 1
         if self.calls % self.per_epoch == 0:
@@ -88,6 +95,16 @@ class BNNRegressor(RegressorMixin, BaseEstimator):
     validation_fraction : float in [0, 1), default=0.1
         Share of the rows held out as the development set (at most 500 rows; none
         when it would leave fewer than 2 training rows or hold none out).
+    init_scale : float, default=1.0
+        Multiplies the initial network weights of Liu & Wang's draw (the initial
+        :math:`\gamma` is then fitted to these networks). Gong et al.'s UCI script
+        starts from nearly collapsed particles, ``init_scale=1e-8``.
+    sampler_params : dict, default=None
+        Further parameters of the sampler (for example
+        ``{"bandwidth": "median-log", "repulsion_warmup": 5000}`` for
+        :class:`skstein.SlicedSVGD`); not those that ``BNNRegressor`` sets itself
+        (``n_particles``, ``step_size``, ...). Sliced SVGD runs along the
+        coordinate axes (``slices="axes"``) unless ``sampler_params`` says otherwise.
     random_state : None, int or numpy.random.Generator, default=None
         Seeds the split, the initial particles, the batch order and the sampler.
     verbose : int, bool or "auto", default=False
@@ -134,8 +151,8 @@ class BNNRegressor(RegressorMixin, BaseEstimator):
     """
 
     def __init__(self, *, n_hidden=50, sampler="sliced-svgd", n_particles=50, batch_size=100,
-                 n_epochs=500, step_size=1e-3, validation_fraction=0.1, random_state=None,
-                 verbose=False):
+                 n_epochs=500, step_size=1e-3, validation_fraction=0.1, init_scale=1.0,
+                 sampler_params=None, random_state=None, verbose=False):
         self.n_hidden = n_hidden
         self.sampler = sampler
         self.n_particles = n_particles
@@ -143,6 +160,8 @@ class BNNRegressor(RegressorMixin, BaseEstimator):
         self.n_epochs = n_epochs
         self.step_size = step_size
         self.validation_fraction = validation_fraction
+        self.init_scale = init_scale
+        self.sampler_params = sampler_params
         self.random_state = random_state
         self.verbose = verbose
 
@@ -162,6 +181,19 @@ class BNNRegressor(RegressorMixin, BaseEstimator):
         if isinstance(frac, bool) or not isinstance(frac, (int, float, np.floating)) or not (
                 0 <= frac < 1):
             raise ValueError(f"validation_fraction must be a float in [0, 1), got {frac!r}.")
+        check_positive_float(self.init_scale, "init_scale")
+        params = {} if self.sampler_params is None else self.sampler_params
+        if not isinstance(params, dict):
+            raise TypeError(f"sampler_params must be a dict or None, got {params!r}.")
+        own = sorted(set(params) & set(_OWN))
+        if own:
+            raise ValueError(f"sampler_params must not set {own}: BNNRegressor sets them "
+                             "(use its own parameters).")
+        cls = SVGD if self.sampler == "svgd" else SlicedSVGD
+        unknown = sorted(set(params) - set(cls(None).get_params()))
+        if unknown:
+            raise ValueError(f"sampler_params: {unknown} are not parameters of "
+                             f"{cls.__name__}.")
         check_verbose(self.verbose)
 
     @staticmethod
@@ -210,19 +242,24 @@ class BNNRegressor(RegressorMixin, BaseEstimator):
         ysd = (yt - self.y_mean_) / self.y_scale_
         post = BNNPosterior(Xs, ysd, n_hidden=self.n_hidden, batch_size=self.batch_size,
                             random_state=np.random.default_rng(seeds[1]))
-        theta0 = post.initial_particles(self.n_particles, np.random.default_rng(seeds[2]))
+        theta0 = post.initial_particles(self.n_particles, np.random.default_rng(seeds[2]),
+                                        scale=self.init_scale)
         per_epoch = math.ceil(Xs.shape[0] / post.batch_size)
         n_iter = self.n_epochs * per_epoch
         with progress_bar(self.n_epochs, verbose=self.verbose, desc="BNNRegressor",
                           unit="epoch") as bar:
-            target = _Monitored(post, bar, per_epoch, self.y_scale_)
+            # _epoch_callback(posterior, epoch, particles): set by experiments that
+            # follow a fit
+            target = _Monitored(post, bar, per_epoch, self.y_scale_,
+                                getattr(self, "_epoch_callback", None))
             common = dict(n_particles=self.n_particles, n_iter=n_iter,
                           step_size=self.step_size, optimizer="adagrad",
                           history_every=max(n_iter, 1), random_state=int(seeds[3]))
             if self.sampler == "svgd":
-                sampler = SVGD(target, **common)
+                sampler = SVGD(target, **common, **(self.sampler_params or {}))
             else:
-                sampler = SlicedSVGD(target, slices="axes", **common)
+                sampler = SlicedSVGD(target, **common,
+                                     **{"slices": "axes", **(self.sampler_params or {})})
             # small products: one BLAS thread (more only contend with numba's)
             with blas_threads(1):
                 sampler.fit(theta0)

@@ -28,6 +28,7 @@ from ._random import as_generator
 from ._validation import (
     caller_stacklevel,
     check_choice,
+    check_model_dim,
     check_positive_float,
     check_positive_int,
     evaluate_score,
@@ -162,7 +163,7 @@ class _ParticleSampler(BaseEstimator):
 
     def __init__(self, target, *, n_particles=100, n_iter=1000, step_size=0.1,
                  optimizer="adagrad", kernel="rbf", bandwidth="median-log", kernel_params=None,
-                 history_every=10, random_state=None, verbose=0):
+                 repulsion_warmup=0, history_every=10, random_state=None, verbose=0):
         # the parameters every particle sampler has (SVGD's signature and defaults)
         self.target = target
         self.n_particles = n_particles
@@ -172,6 +173,7 @@ class _ParticleSampler(BaseEstimator):
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.kernel_params = kernel_params
+        self.repulsion_warmup = repulsion_warmup
         self.history_every = history_every
         self.random_state = random_state
         self.verbose = verbose
@@ -188,6 +190,7 @@ class _ParticleSampler(BaseEstimator):
         check_choice(self.optimizer, "optimizer", OPTIMIZERS)
         check_choice(self.kernel, "kernel", KERNELS)
         check_positive_int(self.history_every, "history_every")
+        check_positive_int(self.repulsion_warmup, "repulsion_warmup", minimum=0)
         check_verbose(self.verbose)
         if isinstance(self.bandwidth, str):
             check_choice(self.bandwidth, "bandwidth", BANDWIDTHS)
@@ -341,10 +344,12 @@ class _ParticleSampler(BaseEstimator):
         (``_terms``), which reads the scores anyway.
         """
         if first or not self._fused_score_check:
-            S = evaluate_score(self.target, X, "target", check_tails=False)
+            values = None
             if first:  # NumPy particles: the score must not answer with device arrays
-                check_same_namespace(None, X, score(X.copy()), "the score of target")
-            return S
+                # (one call: a mini-batch score would otherwise skip a batch)
+                check_model_dim(self.target, X, "target")
+                values = check_same_namespace(None, X, score(X.copy()), "the score of target")
+            return evaluate_score(self.target, X, "target", check_tails=False, values=values)
         values = score(X.copy())  # a score that writes into X changes nothing
         S = np.asarray(values, dtype=np.float64) if not isinstance(values, np.ndarray) or \
             values.dtype != np.float64 else values
@@ -352,12 +357,19 @@ class _ParticleSampler(BaseEstimator):
             return evaluate_score(self.target, X, "target", check_tails=False)  # its error
         return S if S.flags.c_contiguous else np.ascontiguousarray(S)
 
+    def _repulsion_weight(self, it):
+        """Weight of the repulsive term at iteration ``it`` (``repulsion_warmup``)."""
+        return 1.0 if it >= self.repulsion_warmup else (it + 1.0) / self.repulsion_warmup
+
     def _run(self, X, rng, warm, n_iter=None):
         n_iter = self.n_iter if n_iter is None else n_iter
         X = np.array(X, dtype=np.float64, order="C")  # moved in place
         opt = _Optimizer(self.optimizer, self.step_size, X.shape)
-        state = self._init_state(X, warm, rng)
         score = resolve_score(self.target, "target")
+        # the first scores serve the initial state too (one call per iteration: a
+        # mini-batch score must not skip a batch)
+        S = self._scores(score, X, True) if n_iter else None
+        state = self._init_state(X, warm, rng, S)
         hist = {"iteration": [], "step_norm": [], "discrepancy": [], "repulsive_force": [],
                 "variance": []}
         name = type(self).__name__
@@ -365,8 +377,11 @@ class _ParticleSampler(BaseEstimator):
         with progress_bar(n_iter, verbose=self.verbose, desc=name) as bar, \
                 self._threads(state):
             for it in range(n_iter):
-                S = self._scores(score, X, it == 0)
+                if it:
+                    S = self._scores(score, X, False)
                 drive, repulse = self._terms(X, S, state, it, rng)
+                if it < self.repulsion_warmup:
+                    repulse *= self._repulsion_weight(it)
                 record = it % self.history_every == 0 or it == n_iter - 1
                 if record:
                     hist["iteration"].append(it)
@@ -417,6 +432,8 @@ class _ParticleSampler(BaseEstimator):
             # below; a non-finite score or step is found (and named) when it fails
             S = xp_evaluate_score(score, Xd, xp, "target", check_finite=False)
             drive, repulse = self._terms_xp(xp, Xd, S, state, it, rng)
+            if it < self.repulsion_warmup:
+                repulse = repulse * self._repulsion_weight(it)
             record = it % self.history_every == 0 or it == n_iter - 1
             if record:
                 Xh, Sh = to_host(Xd), to_host(S)
@@ -500,6 +517,13 @@ class SVGD(_ParticleSampler):
         the original SVGD code (there written ``h = med^2 / log(N + 1)`` for the
         kernel ``exp(-d^2 / h)``), which makes the kernel sum over neighbours about 1.
     kernel_params : dict, default=None
+    repulsion_warmup : int, default=0
+        Iterations over which the repulsive term is phased in: at iteration ``t``
+        (counted from 0 in each :meth:`fit` or :meth:`move`) it is weighted by
+        ``min(1, (t + 1) / repulsion_warmup)``. ``0``: full weight throughout. For
+        particles started (nearly) on top of each other, where the repulsion of a
+        tiny bandwidth would otherwise dominate the first steps (Gong et al.'s UCI
+        script phases it in over 1000 epochs).
     history_every : int, default=10
         Record the trace every this many iterations.
     random_state : None, int or Generator
@@ -580,7 +604,7 @@ class SVGD(_ParticleSampler):
         S = self._field_scores(Z, score)
         return svgd_direction(Z, S, self.kernel, self.bandwidth, self.kernel_params)
 
-    def _init_state(self, X, warm, rng):
+    def _init_state(self, X, warm, rng, S=None):
         return SVGDFlow(X.shape, self.kernel, self.bandwidth, self.kernel_params)
 
     def _threads(self, flow):
@@ -787,6 +811,8 @@ class SlicedSVGD(_ParticleSampler):
     bandwidth_every : int, default=10
         Iterations between re-estimates of the per-dimension median bandwidths
         (the per-column medians cost more than an update at small N).
+    repulsion_warmup : int, default=0
+        As for :class:`SVGD`.
     history_every : int, default=10
     random_state : None, int or Generator
     verbose : int, bool or "auto", default=0
@@ -813,11 +839,12 @@ class SlicedSVGD(_ParticleSampler):
                  init_directions="identity", slices="auto", slice_update_every=10,
                  slice_update_tol=0.05,
                  slice_steps=1, slice_learning_rate=0.001, bandwidth_every=10,
-                 history_every=10, random_state=None, verbose=0):
+                 repulsion_warmup=0, history_every=10, random_state=None, verbose=0):
         super().__init__(target, n_particles=n_particles, n_iter=n_iter, step_size=step_size,
                          optimizer=optimizer, kernel=kernel, bandwidth=bandwidth,
-                         kernel_params=kernel_params, history_every=history_every,
-                         random_state=random_state, verbose=verbose)
+                         kernel_params=kernel_params, repulsion_warmup=repulsion_warmup,
+                         history_every=history_every, random_state=random_state,
+                         verbose=verbose)
         self.init_directions = init_directions
         self.slices = slices
         self.slice_update_every = slice_update_every

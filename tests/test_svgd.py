@@ -137,6 +137,8 @@ def test_validation_errors():
         (dict(bandwidth="scott"), ValueError, "bandwidth"),
         (dict(bandwidth=0.0), ValueError, "bandwidth"),
         (dict(history_every=0), ValueError, "history_every"),
+        (dict(repulsion_warmup=-1), ValueError, "repulsion_warmup"),
+        (dict(repulsion_warmup=2.5), TypeError, "repulsion_warmup"),
     ]:
         with pytest.raises(err, match=word):
             SVGD(target, **kw).fit(X)
@@ -150,6 +152,40 @@ def test_validation_errors():
     bad[0, 0] = np.inf
     with pytest.raises(ValueError, match="infinity|NaN"):
         SVGD(target).fit(bad)
+
+
+@pytest.mark.parametrize("cls", [SVGD, SlicedSVGD])
+def test_repulsion_warmup_weights_the_repulsive_term(cls):
+    X0, _ = _particles(n=20, d=3)
+    target = Gaussian(np.zeros(3))
+
+    def step(warmup, n_iter=1):
+        kw = {"slice_update_every": 0} if cls is SlicedSVGD else {}
+        est = cls(target, n_iter=n_iter, optimizer="sgd", step_size=0.1,
+                  repulsion_warmup=warmup, **kw).fit(X0)
+        return est.particles_ - X0
+
+    full, half, none = step(0), step(2), step(10**9)
+    # one step of (drive + w repulse) / N: linear in the weight w = (t + 1) / warmup
+    np.testing.assert_allclose(half, 0.5 * (full + none), rtol=1e-6, atol=1e-10)
+    assert not np.allclose(full, none, atol=1e-3)
+    # after the warm-up the full term: warmup=1 is no warm-up at all
+    np.testing.assert_array_equal(step(1, n_iter=3), step(0, n_iter=3))
+
+
+@pytest.mark.parametrize("cls, slices", [(SVGD, None), (SlicedSVGD, "axes"),
+                                         (SlicedSVGD, "auto"), (SlicedSVGD, "score")])
+def test_fit_calls_the_score_once_per_iteration(cls, slices):
+    # a mini-batch score advances its stream at each call: no call may be wasted
+    calls = []
+
+    def score(X):
+        calls.append(X.shape)
+        return -X
+
+    kw = {"slices": slices} if slices else {}
+    cls(score, n_iter=7, **kw).fit(_particles(n=10, d=3)[0])
+    assert len(calls) == 7
 
 
 def test_sliced_svgd_variance_is_stable_over_a_long_run():

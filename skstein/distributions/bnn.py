@@ -260,13 +260,17 @@ class BNNPosterior(Distribution):
         return grad
 
     # ---------------------------------------------------------------- particles
-    def initial_particles(self, n_particles, random_state=None):
+    def initial_particles(self, n_particles, random_state=None, scale=1.0):
         r"""Liu & Wang's initial particles (class Notes).
 
         Parameters
         ----------
         n_particles : int
         random_state : None, int or numpy.random.Generator
+        scale : float, default=1.0
+            Multiplies the weights (before :math:`\log\gamma` is fitted to the
+            initial networks); ``1e-8`` is the nearly collapsed start of Gong et al.'s
+            UCI script.
 
         Returns
         -------
@@ -276,8 +280,11 @@ class BNNPosterior(Distribution):
         rng = as_generator(random_state)
         d, H = self.n_features, self.n_hidden
         theta = np.zeros((k, self.dim))
-        theta[:, :d * H] = rng.standard_normal((k, d * H)) / np.sqrt(d + 1)
-        theta[:, d * H + H:d * H + 2 * H] = rng.standard_normal((k, H)) / np.sqrt(H + 1)
+        scale = check_positive_float(scale, "scale")
+        # (a scale of 1 divides exactly as Liu & Wang's draw)
+        theta[:, :d * H] = rng.standard_normal((k, d * H)) / (np.sqrt(d + 1) / scale)
+        theta[:, d * H + H:d * H + 2 * H] = rng.standard_normal((k, H)) / (
+            np.sqrt(H + 1) / scale)
         # as the reference code draws it: numpy's gamma(a0, b0) takes b0 as the scale
         theta[:, -1] = np.log(rng.gamma(self.a0, self.b0, size=k))
         n = self.X.shape[0]

@@ -31,6 +31,7 @@ EXPERIMENTS = {
     "relative-lda": "skstein.experiments.relative_lda",
     "vae-digits": "skstein.experiments.amortised_vae",
     "bnn-uci": "skstein.experiments.bnn_uci",
+    "bnn-uci-gong": ("skstein.experiments.bnn_uci", {"protocol": "gong"}),
     "vae-digits-imputation": ("skstein.experiments.amortised_vae", {"latent_dims": (32,)}),
 }
 
