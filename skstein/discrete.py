@@ -69,7 +69,7 @@ from ._threads import numba_threads
 from ._numba.discrete import BARKER, BOW, DIFFERENCE, ONEHOT
 from ._numba.discrete import discrete_stein_block, discrete_stein_diag
 from ._random import as_generator
-from ._validation import check_choice, check_positive_int, sklearn_model_hint
+from ._validation import check_choice, check_model_dim, check_positive_int, sklearn_model_hint
 from .discrepancy import DEFAULT_MAX_MEMORY, SteinSums, _block_rows, upper_block_sums
 from .kernels import GRID_QUANTILE, _positive_median, _subsample, make_kernel
 
@@ -100,16 +100,42 @@ _SERIAL_WORK = 2**17
 
 
 def is_discrete_model(model):
-    """Whether ``model`` declares a discrete domain (an ``n_values`` attribute)."""
+    """Whether ``model`` declares a discrete domain (an ``n_values`` attribute).
+
+    Parameters
+    ----------
+    model : object
+        A distribution or score callable.
+
+    Returns
+    -------
+    bool
+    """
     return getattr(model, "n_values", None) is not None
 
 
 def resolve_operator(model, operator, name="model"):
     """The discrete operator to use for ``model``, or None for a continuous model.
 
-    ``operator`` is None (the model decides: :data:`DEFAULT_OPERATOR` for a discrete
-    model, the Langevin operator otherwise), ``"difference"`` or ``"zanella-barker"``.
-    Naming a discrete operator for a continuous model raises a TypeError.
+    Parameters
+    ----------
+    model : object
+        The model; discrete when it declares ``n_values``.
+    operator : {None, "difference", "zanella-barker"}
+        None lets the model decide: :data:`DEFAULT_OPERATOR` for a discrete model, the
+        Langevin operator otherwise.
+    name : str, default="model"
+        The argument's name in error messages.
+
+    Returns
+    -------
+    str or None
+        The operator's name, or None for the Langevin operator of a continuous model.
+
+    Raises
+    ------
+    TypeError
+        When a discrete operator is named for a continuous model.
     """
     if operator is not None:
         check_choice(operator, "operator", OPERATORS)
@@ -126,7 +152,21 @@ def resolve_operator(model, operator, name="model"):
 
 
 def model_n_values(model, d, name="model"):
-    """The model's ``n_values`` as an int64 array of ``d`` entries (each at least 2)."""
+    """The model's ``n_values`` as an int64 array of ``d`` entries (each at least 2).
+
+    Parameters
+    ----------
+    model : object
+        A discrete model (with ``n_values``: an int, or one int per coordinate).
+    d : int
+        Coordinates of the samples.
+    name : str, default="model"
+        The argument's name in error messages.
+
+    Returns
+    -------
+    int64 ndarray (d,)
+    """
     nv = np.asarray(getattr(model, "n_values"))
     if nv.dtype == bool or not np.issubdtype(nv.dtype, np.integer):
         if not (np.issubdtype(nv.dtype, np.floating) and np.all(nv == np.round(nv))):
@@ -277,7 +317,25 @@ def _embedded_distances(X, embedding, n_values, max_points, random_state):
 
 
 def discrete_median_bandwidth(X, embedding, n_values, *, max_points=2000, random_state=None):
-    """Median of the embedded distances over pairs ``i < j`` of (at most ``max_points``) rows."""
+    """Median of the embedded distances over pairs ``i < j`` of (at most ``max_points``) rows.
+
+    Parameters
+    ----------
+    X : int64 ndarray (n, D)
+        Validated samples (at least 2 rows).
+    embedding : {"onehot", "bow"}
+        The embedding of the values (see :class:`DiscreteKernel`).
+    n_values : int64 ndarray (D,)
+    max_points : int, default=2000
+        Rows beyond this are subsampled.
+    random_state : None, int or numpy.random.Generator
+        Draws the subsample.
+
+    Returns
+    -------
+    float
+        The median of the positive distances.
+    """
     return _positive_median(_embedded_distances(X, embedding, n_values, max_points,
                                                 random_state))
 
@@ -316,7 +374,21 @@ def is_discrete_kernel(kern):
 
 
 def resolve_discrete_bandwidth(X, bandwidth, embedding, n_values, *, random_state=None):
-    """A positive float bandwidth, or the median heuristic of the embedded ``X``."""
+    """A positive float bandwidth, or the median heuristic of the embedded ``X``.
+
+    Parameters
+    ----------
+    X : int64 ndarray (n, D)
+    bandwidth : float or "median"
+    embedding : {"onehot", "bow"}
+    n_values : int64 ndarray (D,)
+    random_state : None, int or numpy.random.Generator
+        Draws the subsample of the median heuristic.
+
+    Returns
+    -------
+    float
+    """
     if isinstance(bandwidth, str):
         if bandwidth != "median":
             raise ValueError(f"bandwidth must be a positive float or 'median', got {bandwidth!r}.")
@@ -539,6 +611,20 @@ def discrete_stein_row_blocks(X, C, kernel, operator, n_values, *,
     """Yield ``(a, b, H[a:b])``: full rows of the Stein matrix (zero diagonal) by blocks.
 
     For bootstraps whose Stein matrix does not fit in ``max_memory``.
+
+    Parameters
+    ----------
+    X, C, kernel, operator, n_values
+        As for :func:`discrete_stein_sums`.
+    max_memory : int
+        Bytes of each block of rows.
+
+    Yields
+    ------
+    a, b : int
+        The block's first row and the row after its last.
+    H : ndarray (b - a, n)
+        Rows ``a`` to ``b - 1`` of the Stein matrix, zeros on the diagonal.
     """
     n = X.shape[0]
     ps = _prepare_pass(X, C, kernel, operator, n_values)
@@ -553,10 +639,7 @@ def prepare_discrete(X, model, kernel, bandwidth, kernel_params, random_state, n
     """Validated ``X``, the model's ``n_values`` and the kernel (bandwidth resolved on X)."""
     X0 = check_discrete_samples(X)
     nvals = model_n_values(model, X0.shape[1], name)
-    dim = getattr(model, "dim", None)
-    if dim is not None and not callable(dim) and int(dim) != X0.shape[1]:
-        raise ValueError(f"X has {X0.shape[1]} features but {name} is a distribution on "
-                         f"{int(dim)} dimensions.")
+    check_model_dim(model, X0, name)
     X0 = check_discrete_samples(X0, nvals)
     check_choice(kernel, "kernel", tuple(DISCRETE_KERNELS))
     embedding = DISCRETE_KERNELS[kernel][1]
