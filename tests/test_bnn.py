@@ -249,7 +249,8 @@ def test_gong_protocol_settings_and_test_selected_columns():
     reg = bnn_uci.make_regressor("S-SVGD", "gong", 455, 2000, 2000, 50, 100, 50, 0)
     # 5 batches an epoch, no development set, repulsion phased in over 1000 epochs
     assert reg.validation_fraction == 0 and reg.n_epochs == 2000 and reg.init_scale == 1e-8
-    assert reg.sampler_params == {"bandwidth": "median-log", "repulsion_warmup": 5000}
+    assert reg.sampler_params == {"bandwidth": "median-log", "repulsion_warmup": 5000,
+                                  "slice_update_every": 1, "slice_update_tol": 0.0}
     assert reg.step_size == 1.5e-3
     reg = bnn_uci.make_regressor("SVGD", "gong", 455, 2000, 2000, 50, 100, 50, 0)
     assert reg.sampler_params == {} and reg.init_scale == 1e-8
