@@ -14,7 +14,10 @@ time of each workload is measured, with its speed-up over one thread. The rows:
   Rademacher, 1000 draws) at n = 5000, d = 1 and n = 1000, d = 100;
 * ``maxsksd-trial``: one default ``MaxSKSDTest`` trial at D = 100, n = 1000;
 * ``svgd-iter`` / ``sliced-svgd-iter``: rows added by the samplers' benchmark
-  functions when present (``bench_svgd.scaling_rows``);
+  functions when present (``bench_svgd.scaling_rows``): fits of a few iterations;
+  ``svgd-step`` / ``sliced-svgd-step``: the time of one iteration alone, the
+  difference of fits of ``k + 1`` and 1 iterations over ``k`` (a row whose setup
+  returns a third function is timed as the difference of the two);
 * ``trials``: 160 trials of a small KSD test through ``rejection_rate`` with
   ``n_jobs`` equal to the thread count (processes, one thread each), against
   ``n_jobs=1``; worker start-up included. ``trials-warm``: the same again, on the
@@ -221,11 +224,14 @@ def main():
     for name, unit, setup in workloads(args.quick):
         if args.only and name not in args.only:
             continue
-        fn, work = setup()
+        fn, work, *rest = setup()
+        minus = rest[0] if rest else None
         base = None
         for t in threads:
             with numba_threads(t), threadpool_limits(t):
                 sec, _ = median_time(fn, args.repeat, warmup=1)
+                if minus is not None:   # a difference of two runs: the fixed part cancels
+                    sec -= median_time(minus, args.repeat, warmup=1)[0]
             base = base or sec
             rate = (work / sec) if work is not None else None
             row = {"row": name, "threads": t, "seconds": sec, "speedup": base / sec,
@@ -233,6 +239,7 @@ def main():
             results.append(row)
             shown = f"{rate:9.1f} {unit}" if rate is not None else f"{sec * 1e3:9.1f} ms"
             print(f"{name:18s} threads {t:3d}: {shown}   x{base / sec:5.2f}", flush=True)
+            write(args.out, machine, results)
         if args.profile and len(threads) > 1 and not name.startswith("machine"):
             profiles += profile_table(name, fn, threads[0], threads[-1]) + [""]
             with open(os.path.join(args.out, "profiles.txt"), "w") as f:
@@ -250,9 +257,17 @@ def main():
                                 "speedup": base / sec, "rate": None, "unit": "s"})
                 print(f"{name:18s} n_jobs  {t:3d}: {sec:9.2f} s    x{base / sec:5.2f}",
                       flush=True)
-    with open(os.path.join(args.out, "scaling.json"), "w") as f:
+            write(args.out, machine, results)
+    write(args.out, machine, results)
+
+
+def write(out, machine, results):
+    """The rows so far to ``out/scaling.json`` and ``out/scaling.csv``."""
+    with open(os.path.join(out, "scaling.json"), "w") as f:
         json.dump({"machine": machine, "rows": results}, f, indent=1)
-    with open(os.path.join(args.out, "scaling.csv"), "w", newline="") as f:
+    if not results:
+        return
+    with open(os.path.join(out, "scaling.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(results[0]))
         w.writeheader()
         w.writerows(results)

@@ -57,6 +57,8 @@ def scaling_rows(quick=False):
     N = 200, D = 100 (its default direction updates included). ``fn`` runs a fit of
     ``k`` iterations and ``work`` is ``k``, so the rate is iterations per second (the
     once-per-fit validation and last history record are inside the timing).
+    ``svgd-step`` / ``sliced-svgd-step``: the same samplers, one iteration alone (the
+    difference of fits of ``k + 1`` and 1 iterations).
     """
     d = 100
     target = Gaussian(np.zeros(d))
@@ -74,7 +76,18 @@ def scaling_rows(quick=False):
         est = SlicedSVGD(target, n_iter=k, history_every=big)
         return (lambda: est.fit(X0)), k
 
-    return [("svgd-iter", "iter/s", svgd), ("sliced-svgd-iter", "iter/s", sliced)]
+    def step(cls, n, k):
+        # fits of k + 1 and of 1 iterations: their difference is k iterations alone
+        def setup():
+            X0 = 2 + np.sqrt(2) * np.random.default_rng(0).standard_normal((n, d))
+            longer = cls(target, n_iter=k + 1, history_every=big)
+            one = cls(target, n_iter=1, history_every=big)
+            return (lambda: longer.fit(X0)), k, (lambda: one.fit(X0))
+        return setup
+
+    return [("svgd-iter", "iter/s", svgd), ("sliced-svgd-iter", "iter/s", sliced),
+            ("svgd-step", "iter/s", step(SVGD, 250 if quick else 1000, 10)),
+            ("sliced-svgd-step", "iter/s", step(SlicedSVGD, 100 if quick else 200, 20))]
 
 
 def main():

@@ -25,10 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._numba.bootstrap import centred_counts, signed_scale
+from ._numba.bootstrap import centred_counts, unpack_signs, unpack_signs_transposed
 from ._validation import caller_stacklevel
 
-__all__ = ["bootstrap_weights", "bootstrap_null", "bootstrap_forms", "bootstrap_pvalue",
+__all__ = ["bootstrap_weights", "bootstrap_draws", "PackedSigns", "dense_weights",
+           "weight_columns", "bootstrap_null", "bootstrap_forms", "bootstrap_pvalue",
            "bootstrap_threshold", "aggregate_minp", "AggregateDecision", "BOOTSTRAPS",
            "SMALL_SAMPLE", "warn_small_sample"]
 
@@ -56,10 +57,45 @@ def warn_small_sample(method, n):
         UserWarning, stacklevel=caller_stacklevel())
 
 
-def bootstrap_weights(method, n, n_draws, rng, statistic="u"):
-    """The ``(n_draws, n)`` matrix of centred bootstrap weights ``v``.
+@dataclass(frozen=True, eq=False)
+class PackedSigns:
+    r"""Rademacher bootstrap weights :math:`v_{mi} = s\,\epsilon_{mi}`, kept as sign bits.
 
-    Warns below :data:`SMALL_SAMPLE` points with the multinomial bootstrap
+    Bit ``i % 8`` of byte ``bits[m, i // 8]`` is set where :math:`\epsilon_{mi} = +1`.
+    An eighth of a byte per weight: drawn as random bytes (a 64th of the generator's
+    work of one draw per weight) and copied to a device as they are, where
+    :mod:`skstein._xp_stein` unpacks them; :meth:`dense` and :func:`weight_columns`
+    unpack them on the host.
+
+    Attributes
+    ----------
+    bits : ndarray of uint8, shape (n_draws, ceil(n / 8))
+    n : int
+        Weights per draw.
+    scale : float
+        :math:`s`.
+    """
+
+    bits: np.ndarray
+    n: int
+    scale: float
+
+    @property
+    def shape(self):
+        """``(n_draws, n)``, the shape of the dense weights."""
+        return (self.bits.shape[0], self.n)
+
+    def dense(self, dtype=np.float64):
+        """The ``(n_draws, n)`` weights, in ``dtype``."""
+        return unpack_signs(self.bits, self.scale, np.empty(self.shape, dtype=dtype))
+
+
+def bootstrap_draws(method, n, n_draws, rng, statistic="u"):
+    """The bootstrap weights of :func:`bootstrap_weights`, Rademacher ones packed.
+
+    Returns a :class:`PackedSigns` for ``"rademacher"`` (``n_draws * ceil(n / 8)``
+    random bytes from ``rng``), else the dense ``(n_draws, n)`` array. Warns below
+    :data:`SMALL_SAMPLE` points with the multinomial bootstrap
     (:func:`warn_small_sample`).
     """
     warn_small_sample(method, n)
@@ -69,12 +105,37 @@ def bootstrap_weights(method, n, n_draws, rng, statistic="u"):
         idx = rng.integers(0, n, size=(n_draws, n), dtype=np.int32)
         return centred_counts(idx, np.empty((n_draws, n)))
     if method == "rademacher":
-        # int32 draws are the same stream as the default int64 ones, at half the memory;
-        # one parallel pass turns them into the weights
-        bits = rng.integers(0, 2, size=(n_draws, n), dtype=np.int32)
+        width = -(-n // 8)
+        bits = np.frombuffer(rng.bytes(n_draws * width), dtype=np.uint8)
         scale = 1.0 / np.sqrt(n * (n - 1.0)) if statistic == "u" else 1.0 / n
-        return signed_scale(bits, scale, np.empty((n_draws, n)))
+        return PackedSigns(bits.reshape(n_draws, width), int(n), float(scale))
     raise ValueError(f"bootstrap must be one of {list(BOOTSTRAPS)}, got {method!r}.")
+
+
+def bootstrap_weights(method, n, n_draws, rng, statistic="u"):
+    """The ``(n_draws, n)`` matrix of centred bootstrap weights ``v``.
+
+    The dense form of :func:`bootstrap_draws` (the same draws from ``rng``). Warns
+    below :data:`SMALL_SAMPLE` points with the multinomial bootstrap
+    (:func:`warn_small_sample`).
+    """
+    return dense_weights(bootstrap_draws(method, n, n_draws, rng, statistic))
+
+
+def dense_weights(V):
+    """``V`` as the dense ``(n_draws, n)`` float64 array (unpacked if packed)."""
+    return V.dense() if isinstance(V, PackedSigns) else V
+
+
+def weight_columns(V, dtype=None):
+    """The weights with one column per draw, ``(n, n_draws)``, C-contiguous in ``dtype``
+    (default :data:`FORM_DTYPE`): the operand of the forms' products. The values
+    are those of ``V`` cast to ``dtype``; packed signs are unpacked straight into it."""
+    dtype = FORM_DTYPE if dtype is None else dtype
+    if isinstance(V, PackedSigns):
+        M, n = V.shape
+        return unpack_signs_transposed(V.bits, V.scale, np.empty((n, M), dtype=dtype))
+    return np.ascontiguousarray(V.T, dtype=dtype)
 
 
 def bootstrap_null(upper, method, n_draws, rng, *, statistic="u", diag=None, n=None):

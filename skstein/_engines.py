@@ -10,6 +10,8 @@ array. The verbs:
 * ``host(A)``: a NumPy copy (bandwidths, whitening and every result are resolved on the
   host, where they are cheap);
 * ``like(A, X)``: a host array moved to where ``X`` lives;
+* ``on_device(X)``: ``X`` when it lives on a device (where the bandwidth heuristics
+  then compute its distances), else None;
 * ``sums_and_forms(X, S, kernels, V, max_memory)``: the :class:`~skstein.discrepancy.SteinSums`
   of each kernel and the bootstrap forms for the weights ``V`` (drawn on the host), as
   NumPy.
@@ -72,6 +74,9 @@ class NumbaEngine:
     def like(self, A, X):
         return A
 
+    def on_device(self, X):
+        return None
+
     def sums_and_forms(self, X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
         return stein_sums_and_forms(X, S, kernels, V, max_memory=max_memory)
 
@@ -119,6 +124,9 @@ class ArrayAPIEngine(NumbaEngine):
         # in X's dtype: GPU libraries refuse products of float32 and float64 arrays
         return xp.asarray(np.asarray(A, dtype=np.float64), dtype=X.dtype,
                           device=array_api_compat.device(X))
+
+    def on_device(self, X):
+        return X
 
     def sums_and_forms(self, X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
         return xp_sums_and_forms(X, S, kernels, V, max_memory=max_memory)

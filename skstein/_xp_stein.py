@@ -25,7 +25,7 @@ Temporaries stay within ``max_memory`` bytes (at least :data:`DEVICE_MAX_MEMORY`
 
 import numpy as np
 
-from ._bootstrap import FORM_DTYPE
+from ._bootstrap import FORM_DTYPE, PackedSigns
 from ._validation import check_matrix_shape, resolve_score
 from ._xp import check_same_namespace, to_host
 from .discrepancy import DEFAULT_MAX_MEMORY, SteinSums, check_stein_finite
@@ -259,7 +259,7 @@ def xp_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
         # the weights in the forms' precision, one row per draw: W[:, a:].T is the
         # (n - a, n_draws) operand of a transposed product (no copy)
         fdtype = getattr(xp, np.dtype(FORM_DTYPE).name)
-        W = xp.astype(xp.asarray(V, device=device), fdtype)
+        W, wscale = _device_weights(xp, V, fdtype, device)
         fscale = xp.asarray(scale, dtype=X.dtype, device=device)[:, None, None]
         forms = xp.zeros((L, n_draws), dtype=f64, device=device)
     itemsize = 8 if X.dtype == xp.float64 else 4
@@ -285,7 +285,28 @@ def xp_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     sums = [SteinSums(n, float(totals[li]), diags[li], R[li], None) for li in range(L)]
     if V is None:
         return sums, None
-    return sums, (2.0 * to_host(forms) / scale[:, None]).T.copy()
+    return sums, ((2.0 * wscale * wscale) * to_host(forms) / scale[:, None]).T.copy()
+
+
+def _device_weights(xp, V, dtype, device):
+    r"""``(W, s)``: the weights ``V / s`` on ``device`` in ``dtype``, one row per draw.
+
+    Packed Rademacher signs (:class:`~skstein._bootstrap.PackedSigns`) cross as their
+    bytes (an eighth of a byte per weight) and become the signs :math:`\pm 1` there, with
+    ``s`` their scale; a dense array crosses as it is (``s = 1``) and is cast there.
+    """
+    if not isinstance(V, PackedSigns):
+        return xp.astype(xp.asarray(V, device=device), dtype), 1.0
+    M, n = V.shape
+    B = xp.asarray(V.bits, device=device)
+    shifts = xp.asarray(np.arange(8, dtype=np.uint8), device=device)
+    E = xp.bitwise_and(xp.bitwise_right_shift(B[:, :, None], shifts[None, None, :]),
+                       xp.asarray(1, dtype=B.dtype, device=device))
+    E = xp.reshape(E, (M, B.shape[1] * 8))[:, :n]
+    W = xp.astype(E, dtype)
+    W *= 2.0
+    W -= 1.0
+    return W, V.scale
 
 
 def xp_stein_matrix(X, S, kernel):

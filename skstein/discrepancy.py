@@ -28,7 +28,8 @@ from ._numba.sliced import IMQ as _SLICED_IMQ
 from ._numba.sliced import RBF as _SLICED_RBF
 from ._numba.learning import sliced_grad_upper
 from ._numba.sliced import shared_direction_rows, sliced_stein_rows, sliced_stein_upper
-from ._bootstrap import FORM_DTYPE, STACKED_FORM_BLOCK, block_forms, bootstrap_forms
+from ._bootstrap import (FORM_DTYPE, STACKED_FORM_BLOCK, block_forms, bootstrap_forms,
+                         weight_columns)
 from ._numba.bootstrap import scaled_single
 from ._numba.features import stein_pairs
 from ._numba.stein import (
@@ -175,6 +176,9 @@ def stein_sums(X, S, kernel, *, return_matrix=False, max_memory=DEFAULT_MAX_MEMO
     products included (:func:`_pooled_pass`), or, beyond its memory, with BLAS forming
     the Gram blocks; temporaries are bounded by ``max_memory`` bytes.
     """
+    # the compiled passes call double-precision BLAS: other dtypes (float32 particles
+    # copied from a device) are cast here
+    X, S = np.asarray(X, dtype=np.float64), np.asarray(S, dtype=np.float64)
     n, d = X.shape
     Xc = X - X.mean(axis=0)  # h_p is translation invariant; centring keeps the Gram trick accurate
     nx = np.einsum("ij,ij->i", Xc, Xc)
@@ -243,7 +247,8 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     For each kernel :math:`l` (e.g. one base kernel at several bandwidths) returns the
     :class:`SteinSums` (without the matrix) and the off-diagonal quadratic forms
     :math:`\sum_{i \ne j} v_{mi} v_{mj} h_l(x_i, x_j)` for the rows :math:`v_m` of the
-    bootstrap weights ``V``. The pass runs over blocks of rows ``a:b`` of the upper
+    bootstrap weights ``V`` (an ``(n_draws, n)`` array or
+    :class:`~skstein._bootstrap.PackedSigns`). The pass runs over blocks of rows ``a:b`` of the upper
     triangle: the Gram blocks :math:`X_{a:b} X_{a:}^\top`, :math:`S_{a:b} S_{a:}^\top`,
     :math:`X_{a:b} S_{a:}^\top + S_{a:b} X_{a:}^\top` are formed once and shared by
     all kernels; each kernel costs one elementwise pass into a reused buffer. The
@@ -266,6 +271,7 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     sums : list of SteinSums
     forms : ndarray of shape (n_draws, n_kernels), or None when ``V`` is None
     """
+    X, S = np.asarray(X, dtype=np.float64), np.asarray(S, dtype=np.float64)
     n, d = X.shape
     Xc = X - X.mean(axis=0)
     nx = np.einsum("ij,ij->i", Xc, Xc)
@@ -279,7 +285,7 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     diags = [_diagonal(k, S) for k in kernels]
     forms = None if V is None else np.zeros((V.shape[0], L))
     # the weights with one column per draw, for products H_block @ VT[a:]
-    VT = None if V is None else np.ascontiguousarray(V.T, dtype=FORM_DTYPE)
+    VT = None if V is None else weight_columns(V)
     # each kernel's blocks scaled by 1 / max_i h_l(x_i, x_i) >= 1 / max |h_l| before the
     # single-precision products (see scaled_single); the forms are scaled back
     dmax = np.array([d.max() for d in diags])

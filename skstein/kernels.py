@@ -37,11 +37,12 @@ import numpy as np
 from sklearn.utils.validation import check_array
 
 from ._threads import numba_threads
-from ._numba.distances import condensed_distances
+from ._numba.distances import RECOMPUTE_BELOW, condensed_distances
 from ._numba.sliced import median_abs_diff_columns, quantile_abs_diff_columns
 from ._numba.stein import MIN_BANDWIDTH as _MIN_BANDWIDTH
 from ._random import as_generator
 from ._validation import caller_stacklevel, check_samples, named_errors
+from ._xp import namespace_of, to_host
 
 __all__ = [
     "blind_kernels",
@@ -349,6 +350,8 @@ def median_bandwidth(X, *, max_points=2000, random_state=None):
         otherwise be zero; a ``ValueError`` is raised if all rows coincide, if the
         distances overflow float64 or if the median is below :data:`MIN_BANDWIDTH`.
     """
+    if namespace_of(X) is not None:
+        return _device_scales(X, max_points, random_state)[0]
     X = _subsample(check_samples(X), max_points, random_state)
     return _positive_median(_finite_distances(X))
 
@@ -560,15 +563,108 @@ def bandwidth_grid(X, n_bandwidths=10, *, max_points=2000, random_state=None):
     -------
     ndarray of shape (n_bandwidths,)
     """
-    X = _subsample(check_samples(X), max_points, random_state)
-    d = _finite_distances(X)
-    med = _positive_median(d)
+    if namespace_of(X) is not None:
+        med, low = _device_scales(X, max_points, random_state, GRID_QUANTILE)
+    else:
+        X = _subsample(check_samples(X), max_points, random_state)
+        d = _finite_distances(X)
+        med = _positive_median(d)
+        if n_bandwidths == 1:
+            return np.array([med])
+        pos = d[d > 0]
+        low = float(np.quantile(pos, GRID_QUANTILE, overwrite_input=True))
     if n_bandwidths == 1:
         return np.array([med])
-    pos = d[d > 0]
-    lo = min(max(float(np.quantile(pos, GRID_QUANTILE, overwrite_input=True)), MIN_BANDWIDTH),
-             med)
+    lo = min(max(low, MIN_BANDWIDTH), med)
     return np.geomspace(lo, GRID_TOP * med, n_bandwidths)
+
+
+def _sorted_median(v, m):
+    """np.median of the ``m`` sorted values ``v`` (an array of any library)."""
+    mid = m // 2
+    return float(v[mid]) if m % 2 else (float(v[mid - 1]) + float(v[mid])) / 2.0
+
+
+def _sorted_quantile(v, m, q):
+    """np.quantile(v, q) (linear interpolation) of the ``m`` sorted values ``v``: the
+    same arithmetic, so the same float."""
+    virtual = (m - 1) * q
+    prev = int(np.floor(virtual))
+    gamma = virtual - prev
+    a, b = float(v[prev]), float(v[min(prev + 1, m - 1)])
+    diff = b - a
+    return b - diff * (1.0 - gamma) if gamma >= 0.5 else a + diff * gamma
+
+
+#: Up to this many features the device sums the squared differences of each pair
+#: directly (one pass per feature); beyond, it takes them from the Gram matrix.
+DEVICE_DIRECT_MAX_DIM = 32
+
+
+def _device_squared_distances(X, xp, device):
+    """The squared distances of the pairs ``i < j`` of rows of ``X``, unordered, on its
+    device: direct sums over at most :data:`DEVICE_DIRECT_MAX_DIM` features, else the
+    Gram identity with the pairs closer than ``RECOMPUTE_BELOW`` of their norms (where
+    it loses its relative accuracy) summed directly, as the host's pass does. None
+    when those pairs are too many to gather (then the host computes)."""
+    n, d = X.shape
+    Xc = X - xp.mean(X, axis=0)
+    rows = xp.arange(n, device=device)
+    upper = rows[:, None] < rows[None, :]
+    if d <= DEVICE_DIRECT_MAX_DIM:
+        T = xp.zeros((n, n), dtype=X.dtype, device=device)
+        for k in range(d):
+            diff = Xc[:, k:k + 1] - xp.reshape(Xc[:, k], (1, n))
+            T += diff * diff
+        return T[upper]
+    nx = xp.sum(Xc * Xc, axis=1)
+    scale = nx[:, None] + nx[None, :]
+    T = scale - 2.0 * (Xc @ Xc.T)
+    close = upper & (T <= RECOMPUTE_BELOW * scale)
+    n_close = int(xp.sum(xp.astype(close, xp.int64)))
+    if n_close == 0:
+        return T[upper]
+    if n_close * d > 2**25:
+        return None
+    i, j = xp.nonzero(close)
+    diff = xp.take(Xc, i, axis=0) - xp.take(Xc, j, axis=0)
+    return xp.concat([T[upper & ~close], xp.sum(diff * diff, axis=1)])
+
+
+def _device_scales(X, max_points, random_state, quantile=None):
+    """``(median, quantile)`` of the pairwise distances of (a subsample of) an Array API
+    array ``X``, computed and sorted on its device: what :func:`median_bandwidth` and
+    :func:`bandwidth_grid` take from the host's distances (the median, of the positive
+    distances if it is zero, and the quantile of the positive ones), the same order
+    statistics with the host's errors.
+    """
+    import array_api_compat
+
+    xp = array_api_compat.array_namespace(X)
+    device = array_api_compat.device(X)
+    n = X.shape[0]
+    if max_points is not None and n > max_points:
+        rng = as_generator(random_state)
+        idx = np.sort(rng.choice(n, size=max_points, replace=False))
+        X = xp.take(X, xp.asarray(idx, device=device), axis=0)
+    T = _device_squared_distances(X, xp, device)
+    if T is None or not bool(xp.all(xp.isfinite(T))):
+        # overflow (the host names it) or too many near-repeated rows: the host's pass
+        d = _finite_distances(to_host(X).astype(np.float64))
+        med = _positive_median(d.copy())
+        return med, (None if quantile is None else
+                     float(np.quantile(d[d > 0], quantile, overwrite_input=True)))
+    v = xp.sqrt(xp.sort(xp.clip(T, 0.0, None)))
+    m = v.shape[0]
+    zeros = int(xp.sum(xp.astype(v == 0, xp.int64)))
+    if zeros == m:
+        _positive_median(np.zeros(1))   # raises the host's error
+    med = _sorted_median(v, m)
+    if not med > 0:
+        med = _sorted_median(v[zeros:], m - zeros)
+    if med < MIN_BANDWIDTH:
+        _positive_median(np.array([med]))   # raises the host's error
+    return med, (None if quantile is None else _sorted_quantile(v[zeros:], m - zeros, quantile))
 
 
 def whitening(X):

@@ -198,6 +198,42 @@ def test_blocks_do_not_change_the_sums(dispatch, monkeypatch):
     np.testing.assert_allclose(fw, fb, rtol=1e-6, atol=1e-6 * np.abs(fw).max())
 
 
+def test_packed_signs_unpack_on_the_device(dispatch):
+    import skstein._xp_stein as xps
+    from skstein._bootstrap import bootstrap_draws
+    from skstein.kernels import make_kernel
+
+    X, Xs = _data(n=53, d=2)
+    S = -X + 0.3 * np.tanh(X)
+    kernels = [make_kernel("rbf", h, None) for h in (0.5, 2.0)]
+    P = bootstrap_draws("rademacher", 53, 30, np.random.default_rng(4))
+    W, s = xps._device_weights(xs, P, xs.float32, None)
+    assert s == P.scale
+    np.testing.assert_array_equal(np.asarray(W) * s, P.dense(np.float32))
+    packed = xps.xp_sums_and_forms(Xs, xs.asarray(S), kernels, P)[1]
+    dense = xps.xp_sums_and_forms(Xs, xs.asarray(S), kernels, P.dense())[1]
+    np.testing.assert_allclose(packed, dense, rtol=1e-6, atol=1e-6 * np.abs(dense).max())
+
+
+@pytest.mark.parametrize("d", [1, 3, 40])
+@pytest.mark.parametrize("case", ["plain", "subsample", "repeated-rows", "mostly-repeated"])
+def test_bandwidth_heuristics_on_the_device_equal_the_host(dispatch, case, d):
+    from skstein.kernels import bandwidth_grid, median_bandwidth
+
+    X, _ = _data(n=160, d=d, seed=2)
+    if case == "repeated-rows":   # exact zeros, and pairs where the Gram identity fails
+        X[10:40] = X[0]
+    if case == "mostly-repeated":   # a zero median: the positive distances decide
+        X[:130] = X[0]
+    kw = dict(max_points=100) if case == "subsample" else {}
+    for q in (bandwidth_grid, median_bandwidth):
+        host = q(X, random_state=np.random.default_rng(7), **kw)
+        dev = q(xs.asarray(X), random_state=np.random.default_rng(7), **kw)
+        _close(host, dev)
+    with pytest.raises(ValueError, match="no two distinct rows"):
+        median_bandwidth(xs.asarray(np.ones((5, 2))))
+
+
 def test_float32_data_compute_in_float32(dispatch):
     X, _ = _data(n=120)
     model = StrictScore(3, tilt=0.2)

@@ -4,10 +4,13 @@ import pytest
 from conftest import std_normal_score
 from skstein import KSDTest
 from skstein._bootstrap import (
+    PackedSigns,
+    bootstrap_draws,
     bootstrap_null,
     bootstrap_pvalue,
     bootstrap_threshold,
     bootstrap_weights,
+    weight_columns,
 )
 from skstein.discrepancy import stein_row_blocks, stein_sums, stein_sums_and_forms
 from skstein.kernels import RBF
@@ -61,6 +64,45 @@ def test_weights_have_the_stated_distributions():
     assert abs(E.mean()) < 0.01
     with pytest.raises(ValueError, match="bootstrap"):
         bootstrap_weights("poisson", 5, 5, rng)
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 61])
+def test_packed_signs_unpack_to_the_bits_they_hold(n):
+    P = bootstrap_draws("rademacher", n, 9, np.random.default_rng(3), "v")
+    assert isinstance(P, PackedSigns) and P.shape == (9, n) and P.scale == 1.0 / n
+    # slow reference: bit i % 8 of byte i // 8, set for +1
+    ref = np.empty((9, n))
+    for m in range(9):
+        for i in range(n):
+            ref[m, i] = P.scale if (int(P.bits[m, i // 8]) >> (i % 8)) & 1 else -P.scale
+    assert np.array_equal(P.dense(), ref)
+    assert np.array_equal(bootstrap_weights("rademacher", n, 9, np.random.default_rng(3), "v"),
+                          ref)
+    cols = weight_columns(P)
+    assert cols.dtype == np.float32 and cols.flags.c_contiguous
+    assert np.array_equal(cols, ref.T.astype(np.float32))
+    assert np.array_equal(weight_columns(ref), cols)
+
+
+def test_packed_signs_are_fair_and_independent():
+    E = bootstrap_draws("rademacher", 37, 20000, np.random.default_rng(1)).dense()
+    E = np.sign(E)
+    # each sign +-1 with probability 1/2 (3 standard deviations of 740000 signs) ...
+    assert abs(E.mean()) < 3 / np.sqrt(E.size)
+    # ... and uncorrelated across weights of a draw, bits of one byte included
+    C = (E.T @ E) / E.shape[0]
+    off = C[~np.eye(37, dtype=bool)]
+    assert np.abs(off).max() < 4.5 / np.sqrt(E.shape[0])
+
+
+def test_forms_of_packed_signs_equal_those_of_their_dense_weights():
+    X, S, _ = _sums(150, 4)
+    kernels = [RBF(0.7), RBF(2.0)]
+    P = bootstrap_draws("rademacher", 150, 40, np.random.default_rng(2))
+    sums_p, forms_p = stein_sums_and_forms(X, S, kernels, P)
+    sums_d, forms_d = stein_sums_and_forms(X, S, kernels, P.dense())
+    assert np.array_equal(forms_p, forms_d)
+    assert [s.offdiag_sum for s in sums_p] == [s.offdiag_sum for s in sums_d]
 
 
 def test_v_statistic_requires_diagonal():

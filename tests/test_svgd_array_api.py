@@ -134,3 +134,27 @@ def test_gpu_particles_equal_the_numba_path(dispatch, cls):
 
     assert type(b.particles_) is type(put(X0))
     np.testing.assert_allclose(to_host(b.particles_), a.particles_, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("cls", [SVGD, SlicedSVGD])
+def test_float32_particles_keep_their_dtype_and_a_finite_history(dispatch, cls):
+    # the history's discrepancy runs on a float64 copy of the float32 particles (the
+    # compiled pass calls double-precision BLAS)
+    X0 = np.random.default_rng(1).standard_normal((40, 4)) + 1.0
+    score = _score(MU, AR1)
+    a = cls(score, n_iter=4, history_every=2).fit(X0)
+    b = cls(score, n_iter=4, history_every=2).fit(xps.asarray(X0, dtype=xps.float32))
+    assert b.particles_.dtype == xps.float32
+    assert np.all(np.isfinite(b.history_["discrepancy"]))
+    np.testing.assert_allclose(b.history_["discrepancy"], a.history_["discrepancy"], rtol=1e-3)
+
+
+def test_stein_sums_of_float32_equal_those_of_float64():
+    from skstein.discrepancy import stein_sums
+    from skstein.kernels import RBF
+
+    X = np.random.default_rng(2).standard_normal((50, 3)).astype(np.float32)
+    S = -X
+    a = stein_sums(X, S, RBF(1.0))
+    b = stein_sums(X.astype(np.float64), S.astype(np.float64), RBF(1.0))
+    assert a.offdiag_sum == b.offdiag_sum

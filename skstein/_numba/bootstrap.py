@@ -31,21 +31,49 @@ def centred_counts(idx, out):
 
 
 @njit(cache=True, parallel=PARALLEL)
-def signed_scale(bits, scale, out):
-    r"""Rademacher bootstrap weights from drawn bits: ``out = scale`` where ``bits`` is
-    nonzero, ``-scale`` elsewhere (the values of :math:`(2b - 1)\,s`, exactly).
+def unpack_signs(bits, scale, out):
+    r"""Rademacher bootstrap weights from packed sign bits, one row per draw.
+
+    ``out[m, i] = scale`` where bit ``i % 8`` of byte ``bits[m, i // 8]`` is set, and
+    ``-scale`` elsewhere (the values of :math:`(2b - 1)\,s`, exactly, in ``out``'s
+    precision).
 
     Parameters
     ----------
-    bits : int32 array (M, n)
-        Fair draws from ``{0, 1}`` by the caller.
+    bits : uint8 array (M, ceil(n / 8))
+        Fair random bytes drawn by the caller (bits past ``n`` in a row are unused).
     scale : float
-    out : float64 array (M, n)
+    out : float array (M, n)
     """
-    M, n = bits.shape
+    M, n = out.shape
     for m in prange(M):
         for i in range(n):
-            out[m, i] = scale if bits[m, i] != 0 else -scale
+            out[m, i] = scale if (bits[m, i >> 3] >> (i & 7)) & 1 else -scale
+    return out
+
+
+@njit(cache=True, parallel=PARALLEL)
+def unpack_signs_transposed(bits, scale, out):
+    r"""The weights of :func:`unpack_signs` with one column per draw: ``out[i, m]``.
+
+    Each parallel iteration unpacks one byte column of ``bits`` into 8 rows of
+    ``out`` (the ``(n, M)`` operand of the forms' products, written without a
+    transposed copy).
+
+    Parameters
+    ----------
+    bits : uint8 array (M, ceil(n / 8))
+    scale : float
+    out : float array (n, M)
+    """
+    n, M = out.shape
+    for byte in prange(bits.shape[1]):
+        lo = 8 * byte
+        hi = min(n, lo + 8)
+        for m in range(M):
+            b = bits[m, byte]
+            for i in range(lo, hi):
+                out[i, m] = scale if (b >> (i - lo)) & 1 else -scale
     return out
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._bootstrap import bootstrap_pvalue, bootstrap_threshold, bootstrap_weights
+from .._bootstrap import bootstrap_draws, bootstrap_pvalue, bootstrap_threshold, dense_weights
 from .._estimator import discrete_input_tags
 from .._random import as_generator
 from .._result import GOFTestResult
@@ -289,8 +289,12 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
         """The geometries the kernels act in, from ``whiten``."""
         return check_whiten(self.whiten)
 
-    def _resolve_kernels(self, X, rng):
+    def _resolve_kernels(self, X, rng, X_device=None):
         """``(bandwidth_, kernel_, geometries_, whitening_, bandwidth_weights_)`` on ``X``.
+
+        ``X`` is the host's copy; ``X_device``, the data on a device when given, serves
+        the bandwidth heuristics of the unwhitened geometry (its distances are computed
+        and sorted there; the same order statistics).
 
         ``kernel_`` is a tuple (one kernel per bandwidth and geometry) for a collection
         or ``whiten="aggregate"``; ``geometries_`` names the geometry of each kernel;
@@ -304,15 +308,16 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
         hs, kernels, labels, centres = [], [], [], []
         for geometry in geometries:
             Xg = X @ white[0] if geometry == "whitened" else X
+            Xh = Xg if geometry == "whitened" or X_device is None else X_device
             if self._aggregated():
-                h = resolve_bandwidths(Xg, self.bandwidth, self.n_bandwidths, random_state=rng)
+                h = resolve_bandwidths(Xh, self.bandwidth, self.n_bandwidths, random_state=rng)
             else:
-                h = np.array([resolve_bandwidth(Xg, self.bandwidth, random_state=rng)])
+                h = np.array([resolve_bandwidth(Xh, self.bandwidth, random_state=rng)])
             if isinstance(rule, str) and rule == "centred":
                 # the grid ends at GRID_TOP times the median heuristic; a given collection
                 # (or a single bandwidth) is centred on the median heuristic of the data
                 med = h[-1] / GRID_TOP if (isinstance(self.bandwidth, str) and h.size > 1) else \
-                    resolve_bandwidth(Xg, "median", random_state=rng)
+                    resolve_bandwidth(Xh, "median", random_state=rng)
                 centres.append(np.full(h.size, med))
             ks = [make_kernel(self.kernel, float(b), self.kernel_params) for b in h]
             if not isinstance(self.bandwidth, str):  # the user's scale: does it see pairs?
@@ -355,9 +360,10 @@ class LangevinKSD(EstimatorEngine):
 
     Computes through ``compute``, a :class:`~skstein._engines.NumbaEngine` (NumPy data,
     numba kernels) or :class:`~skstein._engines.ArrayAPIEngine` (arrays of another
-    library under scikit-learn's ``array_api_dispatch``). Bandwidths and whitening are
-    resolved on the host; the bootstrap weights are drawn there from the estimator's
-    seed, so both give the same p-values.
+    library under scikit-learn's ``array_api_dispatch``). The whitening is resolved on
+    the host and the bandwidth heuristics on the data's device (the same order
+    statistics of the distances); the bootstrap weights are drawn on the host from the
+    estimator's seed and cross as packed signs, so both give the same p-values.
     """
 
     def fit(self, est, X):
@@ -366,7 +372,8 @@ class LangevinKSD(EstimatorEngine):
         X = self.compute.validate(est, X, reset=True)
         rng = as_generator(est.random_state)
         (est.bandwidth_, est.kernel_, est.geometries_, est.whitening_,
-         est.bandwidth_weights_) = est._resolve_kernels(self.compute.host(X), rng)
+         est.bandwidth_weights_) = est._resolve_kernels(self.compute.host(X), rng,
+                                                         self.compute.on_device(X))
 
     def _prepare(self, est, X, rng):
         """Validated X, the fitted (or resolved) kernel(s) and the geometries' parts.
@@ -382,7 +389,8 @@ class LangevinKSD(EstimatorEngine):
             weights = est.bandwidth_weights_
         else:
             X = self.compute.check_samples(X)
-            _, kern, labels, white, weights = est._resolve_kernels(self.compute.host(X), rng)
+            _, kern, labels, white, weights = est._resolve_kernels(
+                self.compute.host(X), rng, self.compute.on_device(X))
         S = self.compute.scores(est.model, X, "model")
         kernels = kern if isinstance(kern, tuple) else (kern,)
         parts = []
@@ -400,7 +408,7 @@ class LangevinKSD(EstimatorEngine):
         bw_rng, boot_rng = rng.spawn(2)
         X, kern, labels, parts, weights = self._prepare(est, X, bw_rng)
         n = X.shape[0]
-        V = bootstrap_weights(est.bootstrap, n, est.n_bootstrap, boot_rng, est.statistic)
+        V = bootstrap_draws(est.bootstrap, n, est.n_bootstrap, boot_rng, est.statistic)
         sums, nulls = [], []
         for Xg, Sg, ks in parts:
             part_sums, part_null = self.compute.sums_and_forms(Xg, Sg, ks, V,
@@ -409,7 +417,8 @@ class LangevinKSD(EstimatorEngine):
             nulls.append(part_null)
         null = nulls[0] if len(nulls) == 1 else np.concatenate(nulls, axis=1)
         if est.statistic == "v":
-            null += (V * V) @ np.stack([s.diag for s in sums], axis=1)
+            Vd = dense_weights(V)
+            null += (Vd * Vd) @ np.stack([s.diag for s in sums], axis=1)
         stats = np.array([s.statistic(est.statistic) for s in sums])
         kernels = tuple(k for _, _, ks in parts for k in ks)
         method = f"KSD ({kernels[0].name}, {est.statistic}-statistic, {est.bootstrap} bootstrap"
