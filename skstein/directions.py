@@ -79,6 +79,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ._numba.directions import cubic_slice_moments
 from ._threads import blas_threads
 from ._random import as_generator
 from ._validation import (
@@ -279,15 +280,44 @@ def _spectral_start(X, S, variant, m, orthogonal_slices):
     return R.copy(), R
 
 
-def _cubic_gradients_per_slice(Xs, S, G):
-    """Gradients of :math:`f_d(g_d) = E[s_d u^3 + 3 g_{dd} u^2]`, ``u = Xs g_d``, for all d."""
-    n = Xs.shape[0]
-    U = Xs @ G.T
-    grad = 3.0 * ((S * U * U).T @ Xs) / n
-    grad[np.diag_indices_from(grad)] += 3.0 * np.mean(U * U, axis=0)
-    grad += 6.0 * np.diag(G)[:, None] * (U.T @ Xs) / n
-    values = np.mean(S * U**3, axis=0) + 3.0 * np.diag(G) * np.mean(U * U, axis=0)
+def _cubic_gradients_per_slice(Xs, S, G, transposed=None):
+    """Values and gradients of :math:`f_d(g_d) = E[s_d u^3 + 3 g_{dd} u^2]`, ``u = Xs g_d``.
+
+    All slices ``d`` (rows of ``G``) at once, by the compiled kernel
+    :func:`skstein._numba.directions.cubic_slice_moments` (parallel over the slices,
+    the same numbers for any thread count).
+
+    Parameters
+    ----------
+    Xs, S : ndarray of shape (n, d)
+        The standardised sample and its scores.
+    G : ndarray of shape (d, d)
+        One direction per slice.
+    transposed : tuple of ndarray, default=None
+        ``(Xs.T, S.T)`` as C-contiguous float64 arrays, when the caller keeps them
+        (the iteration of :func:`_cubic_start` makes them once); None: made here.
+
+    Returns
+    -------
+    values : ndarray of shape (d,)
+    grad : ndarray of shape (d, d)
+        Row ``d`` the gradient of :math:`f_d` at ``G[d]``.
+    """
+    Xs = np.ascontiguousarray(Xs, dtype=np.float64)
+    G = np.ascontiguousarray(G, dtype=np.float64)
+    if transposed is None:
+        transposed = _transposed(Xs, S)
+    d = G.shape[0]
+    values = np.empty(d)
+    grad = np.empty((d, d))
+    cubic_slice_moments(Xs, transposed[0], transposed[1], G, values, grad)
     return values, grad
+
+
+def _transposed(Xs, S):
+    """``(Xs.T, S.T)`` as C-contiguous float64 arrays (the kernel's column access)."""
+    return (np.ascontiguousarray(Xs.T, dtype=np.float64),
+            np.ascontiguousarray(S.T, dtype=np.float64))
 
 
 def _cubic_start(X, S, variant, m, rng, orthogonal_slices):
@@ -296,8 +326,9 @@ def _cubic_start(X, S, variant, m, rng, orthogonal_slices):
     n = Xs.shape[0]
     if variant == "g":
         G = np.eye(d)
+        transposed = _transposed(Xs, S)
         for _ in range(CUBIC_ITERATIONS):
-            values, grad = _cubic_gradients_per_slice(Xs, S, G)
+            values, grad = _cubic_gradients_per_slice(Xs, S, G, transposed)
             new = np.sign(values)[:, None] * grad
             norms = np.linalg.norm(new, axis=1)
             new = np.where(norms[:, None] > 0, new / np.where(norms > 0, norms, 1.0)[:, None], G)

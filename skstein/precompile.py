@@ -79,7 +79,8 @@ FAMILIES = {"ksd": _ksd, "maxsksd": _maxsksd, "relative": _relative, "svgd": _sv
 #: (module of :mod:`skstein._numba`, function name).
 _MARKERS = {
     "ksd": [("stein", "stein_pass_blocks")],
-    "maxsksd": [("sliced", "sliced_stein_upper"), ("learning", "sliced_grad_upper")],
+    "maxsksd": [("directions", "cubic_slice_moments"), ("sliced", "sliced_stein_upper"),
+                ("learning", "sliced_grad_upper")],
     "relative": [("stein", "stein_pass_blocks")],
     "svgd": [("svgd", "svgd_field_serial"), ("svgd", "svgd_field")],
     "discrete": [("discrete", "discrete_stein_block")],

@@ -267,3 +267,75 @@ def test_search_does_not_depend_on_threads():
         np.testing.assert_array_equal(Ga, Gb)
         np.testing.assert_array_equal(Ra, Rb)
         np.testing.assert_array_equal(ha, hb)
+
+
+def _cubic_reference(Xs, S, G):
+    """The cubic Stein moments of all slices in NumPy (the formula before the kernel)."""
+    n = Xs.shape[0]
+    U = Xs @ G.T
+    grad = 3.0 * ((S * U * U).T @ Xs) / n
+    grad[np.diag_indices_from(grad)] += 3.0 * np.mean(U * U, axis=0)
+    grad += 6.0 * np.diag(G)[:, None] * (U.T @ Xs) / n
+    values = np.mean(S * U**3, axis=0) + 3.0 * np.diag(G) * np.mean(U * U, axis=0)
+    return values, grad
+
+
+def _cubic_problem(n, d, seed):
+    from skstein.directions import _standardised
+
+    rng = np.random.default_rng(seed)
+    X = rng.laplace(size=(n, d)) @ rng.standard_normal((d, d))
+    S = -X + 0.3 * rng.standard_normal((n, d))
+    G = _unit_rows(rng.standard_normal((d, d)))
+    return _standardised(X), S, G
+
+
+@pytest.mark.parametrize("n, d", [(57, 7), (300, 20), (2, 3)])
+def test_cubic_moments_kernel_matches_numpy(n, d):
+    from skstein.directions import _cubic_gradients_per_slice
+
+    Xs, S, G = _cubic_problem(n, d, seed=n)
+    values, grad = _cubic_gradients_per_slice(Xs, S, G)
+    ref_values, ref_grad = _cubic_reference(Xs, S, G)
+    np.testing.assert_allclose(values, ref_values, rtol=1e-10,
+                               atol=1e-10 * np.abs(ref_values).max())
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-10, atol=1e-10 * np.abs(ref_grad).max())
+    # the gradient is that of the values: central differences along every row at once
+    # (value k depends on row k of G only)
+    V = np.random.default_rng(1).standard_normal((d, d))
+    eps = 1e-6
+    up, _ = _cubic_gradients_per_slice(Xs, S, G + eps * V)
+    down, _ = _cubic_gradients_per_slice(Xs, S, G - eps * V)
+    np.testing.assert_allclose((up - down) / (2 * eps), np.einsum("kd,kd->k", grad, V),
+                               rtol=1e-6, atol=1e-6 * np.abs(grad).max())
+
+
+def test_cubic_moments_kernel_does_not_depend_on_threads():
+    import numba
+
+    from skstein.directions import _cubic_gradients_per_slice
+
+    Xs, S, G = _cubic_problem(200, 33, seed=3)
+    old = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = _cubic_gradients_per_slice(Xs, S, G)
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        two = _cubic_gradients_per_slice(Xs, S, G)
+    finally:
+        numba.set_num_threads(old)
+    np.testing.assert_array_equal(one[0], two[0])
+    np.testing.assert_array_equal(one[1], two[1])
+
+
+def test_cubic_start_follows_the_numpy_iteration(monkeypatch):
+    import skstein.directions as directions
+
+    X, _ = _rotated_laplace(400, 12, 5)
+    rng = np.random.default_rng(0)
+    G, R = directions._cubic_start(X, -X, "g", 12, rng, False)
+    monkeypatch.setattr(directions, "_cubic_gradients_per_slice",
+                        lambda Xs, S, G, transposed=None: _cubic_reference(Xs, S, G))
+    G_ref, _ = directions._cubic_start(X, -X, "g", 12, rng, False)
+    np.testing.assert_allclose(G, G_ref, atol=1e-10)
+    np.testing.assert_array_equal(R, np.eye(12))
