@@ -25,6 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._progress import check_verbose, progress_bar, verbosity
 from ._random import as_generator
+from ._threads import blas_threads
 from ._validation import (
     caller_stacklevel,
     check_choice,
@@ -978,6 +979,11 @@ class SlicedSVGD(_ParticleSampler):
         state = {"G": G, "R": R, "axes": _is_identity(R), "adam": _Adam(G.shape), "med": None,
                  "value": np.nan, "ref": None, "updates": 0}
         return state
+
+    def _threads(self, state):
+        # the projections and the direction steps are small BLAS products between
+        # numba's passes: on one thread, BLAS's idle pool does not wait beside numba's
+        return blas_threads(1)
 
     def _warm_state(self):
         try:

@@ -124,9 +124,10 @@ def _pair_terms(t, d, kk, k1, k2, k3, ck, ai, aj):
 
 
 @njit(cache=True, fastmath={"contract"})
-def _pairs_of_row(code, half, p1, p0, c, U, A, i, j0, j1, hrow, psirow, rho, beta,
+def _pairs_of_row(code, half, p1, p0, c, U, A, i, j0, j1, s0, s1, hrow, psirow, rho, beta,
                   with_beta):
-    """Pairs ``(i, j)`` for ``j0 <= j < j1`` (``j != i``): terms added to rows ``i`` and ``j``.
+    """Pairs ``(i, j)`` for ``j0 <= j < j1`` (``j != i``) and slices ``s0 <= k < s1``:
+    terms added to rows ``i`` and ``j``.
 
     ``h`` and ``psi`` of each unordered pair go to row ``i`` only (``hrow``, ``psirow``),
     ``phi`` and, with ``with_beta``, the ``a`` derivatives to both rows. Compiled once
@@ -134,7 +135,6 @@ def _pairs_of_row(code, half, p1, p0, c, U, A, i, j0, j1, hrow, psirow, rho, bet
     are int64.
     ``with_beta`` is the same for every pair of a call: it picks one of two RBF loops.
     """
-    m = U.shape[1]
     ui = U[i]
     ai = A[i]
     h_i = hrow[i]
@@ -154,7 +154,7 @@ def _pairs_of_row(code, half, p1, p0, c, U, A, i, j0, j1, hrow, psirow, rho, bet
             # written twice on purpose: as an inline helper taking the rows and k it gave
             # the same bits but did not vectorise (4x slower at N = 50, 6400 columns)
             if with_beta:
-                for k in range(m):
+                for k in range(s0, s1):
                     d = ui[k] - uj[k]
                     q = p0[k]
                     ck = c[k]
@@ -173,7 +173,7 @@ def _pairs_of_row(code, half, p1, p0, c, U, A, i, j0, j1, hrow, psirow, rho, bet
                     beta_i[k] += e * aj[k] + 2.0 * eq * cd
                     beta_j[k] += e * ai[k] - 2.0 * eq * cd
             else:
-                for k in range(m):
+                for k in range(s0, s1):
                     d = ui[k] - uj[k]
                     q = p0[k]
                     ck = c[k]
@@ -190,7 +190,7 @@ def _pairs_of_row(code, half, p1, p0, c, U, A, i, j0, j1, hrow, psirow, rho, bet
                     rho_i[k] += phi
                     rho_j[k] -= phi
         else:
-            for k in range(m):
+            for k in range(s0, s1):
                 d = ui[k] - uj[k]
                 t = d * d
                 q = p0[k]
@@ -218,6 +218,22 @@ MAX_PAIR_BLOCKS = 32
 def pair_blocks(n):
     """Number of row blocks of :func:`sliced_grad_upper`: even, fixed by ``n`` alone."""
     return 2 * max(1, min(MAX_PAIR_BLOCKS // 2, n // 32))
+
+
+#: Parallel items a round of :func:`sliced_grad_upper` aims at (tiles times ranges of
+#: slices); each range keeps at least :data:`MIN_CHUNK_SLICES` slices.
+ROUND_ITEMS = 32
+MIN_CHUNK_SLICES = 8
+
+
+@njit(cache=True)
+def slice_chunks(n, m):
+    """Ranges of slices per tile of :func:`sliced_grad_upper`: enough for
+    :data:`ROUND_ITEMS` items in a round of ``pair_blocks(n) // 2`` tiles, each range at
+    least :data:`MIN_CHUNK_SLICES` slices. The ranges split disjoint columns, so every
+    output entry receives its terms in the same order whatever their number."""
+    tiles = pair_blocks(n) // 2
+    return max(1, min(m // MIN_CHUNK_SLICES, -(-ROUND_ITEMS // tiles)))
 
 
 @njit(cache=True, inline="always")
@@ -250,7 +266,9 @@ def sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum, with_beta=
 
     The rows are cut into :func:`pair_blocks` blocks (a number fixed by ``N``) and
     the tiles of block pairs are visited in round-robin rounds: the tiles of one
-    round touch disjoint rows and run in parallel, the rounds one after another.
+    round touch disjoint rows and run in parallel, the rounds one after another. Each
+    tile is further cut into :func:`slice_chunks` ranges of slices (disjoint
+    columns), so that a small ``N`` (few tiles) still gives every thread work.
     Every output row receives its terms in one fixed order, so the result is bitwise
     the same for any number of threads.
 
@@ -277,25 +295,31 @@ def sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum, with_beta=
     n, m = U.shape
     half = p1 == -0.5
     nb = pair_blocks(n)
+    nk = slice_chunks(n, m)
     hrow = np.zeros((n, m))
     psirow = np.zeros((n, m))
     rho[:, :] = 0.0
     beta[:, :] = 0.0
     # round 0: the diagonal tiles; rounds 1 .. nb - 1: the round-robin tiles. One
     # parallel loop and one call site, so the pair kernel is compiled into it once.
+    # each tile is cut into nk ranges of slices: disjoint columns of the outputs, so
+    # a round has ntiles * nk independent items (a small N gives few tiles)
     for r in range(nb):
         ntiles = nb if r == 0 else nb // 2
-        for sp in prange(ntiles):
-            s = np.int64(sp)
+        for item in prange(ntiles * nk):
+            s = np.int64(item) // nk
+            ch = np.int64(item) % nk
             if r == 0:
                 bi, bj = s, s
             else:
                 bi, bj = _round_robin(r - 1, s, nb)
             jlo = bj * n // nb
             jhi = (bj + 1) * n // nb
+            s0 = ch * m // nk
+            s1 = (ch + 1) * m // nk
             for i in range(bi * n // nb, (bi + 1) * n // nb):
                 _pairs_of_row(code, half, p1, p0, c, U, A, i, i + 1 if r == 0 else jlo, jhi,
-                              hrow, psirow, rho, beta, with_beta)
+                              s0, s1, hrow, psirow, rho, beta, with_beta)
     hsum[:] = 0.0
     psisum[:] = 0.0
     for i in range(n):
