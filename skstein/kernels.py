@@ -37,7 +37,7 @@ import numpy as np
 from sklearn.utils.validation import check_array
 
 from ._threads import numba_threads
-from ._numba.distances import RECOMPUTE_BELOW, condensed_distances
+from ._numba.distances import RECOMPUTE_BELOW, condensed_distances, select_ranks
 from ._numba.sliced import median_abs_diff_columns, quantile_abs_diff_columns
 from ._numba.stein import MIN_BANDWIDTH as _MIN_BANDWIDTH
 from ._random import as_generator
@@ -437,10 +437,39 @@ def _finite_distances(X, name="X"):
     return d
 
 
+#: Beyond this many values, order statistics come from the parallel bracketed
+#: selection (:func:`skstein._numba.distances.select_ranks`), not a serial partition.
+SELECT_MIN_VALUES = 2**16
+
+
+def _order_statistics(d, ranks):
+    """The ``ranks``-th smallest values of ``d`` (0-based, ascending), exactly as a
+    partition gives them: by the parallel bracketed selection beyond
+    :data:`SELECT_MIN_VALUES` values, else (or when its bracket misses) by
+    partitioning ``d`` in place."""
+    ranks = np.asarray(ranks, dtype=np.int64)
+    if d.size > SELECT_MIN_VALUES and d.dtype == np.float64 and d.flags.c_contiguous:
+        out = np.empty(ranks.size)
+        if select_ranks(d, ranks, out):
+            return out
+    d.partition(ranks)
+    return d[ranks]
+
+
+def _median_of(d):
+    """np.median of the finite values ``d`` (the same float), by :func:`_order_statistics`."""
+    mid = d.size // 2
+    if d.size % 2:
+        return float(_order_statistics(d, [mid])[0])
+    a, b = _order_statistics(d, [mid - 1, mid])
+    return (float(a) + float(b)) / 2.0
+
+
 def _positive_median(d, name="X"):
     """Median of the distances ``d`` (of the positive ones if that is 0); ``d`` is the
-    caller's own array, reordered in place (no copy of up to 2 million values)."""
-    med = float(np.median(d, overwrite_input=True))
+    caller's own array, possibly reordered in place (no copy of up to 2 million
+    values)."""
+    med = _median_of(d)
     if not med > 0:
         d = d[d > 0]
         if d.size == 0:
@@ -571,8 +600,11 @@ def bandwidth_grid(X, n_bandwidths=10, *, max_points=2000, random_state=None):
         med = _positive_median(d)
         if n_bandwidths == 1:
             return np.array([med])
-        pos = d[d > 0]
-        low = float(np.quantile(pos, GRID_QUANTILE, overwrite_input=True))
+        pos = d if np.all(d > 0) else d[d > 0]
+        m = pos.size
+        prev = int(np.floor((m - 1) * GRID_QUANTILE))
+        a, b = _order_statistics(pos, [prev, min(prev + 1, m - 1)])
+        low = _interpolated(float(a), float(b), m, GRID_QUANTILE)
     if n_bandwidths == 1:
         return np.array([med])
     lo = min(max(low, MIN_BANDWIDTH), med)
@@ -585,15 +617,20 @@ def _sorted_median(v, m):
     return float(v[mid]) if m % 2 else (float(v[mid - 1]) + float(v[mid])) / 2.0
 
 
-def _sorted_quantile(v, m, q):
-    """np.quantile(v, q) (linear interpolation) of the ``m`` sorted values ``v``: the
-    same arithmetic, so the same float."""
+def _interpolated(a, b, m, q):
+    """np.quantile's linear interpolation between ``a`` and ``b``, the order statistics
+    of ranks ``floor((m - 1) q)`` and the next of ``m`` values: the same arithmetic,
+    so the same float."""
     virtual = (m - 1) * q
-    prev = int(np.floor(virtual))
-    gamma = virtual - prev
-    a, b = float(v[prev]), float(v[min(prev + 1, m - 1)])
+    gamma = virtual - int(np.floor(virtual))
     diff = b - a
     return b - diff * (1.0 - gamma) if gamma >= 0.5 else a + diff * gamma
+
+
+def _sorted_quantile(v, m, q):
+    """np.quantile(v, q) (linear interpolation) of the ``m`` sorted values ``v``."""
+    prev = int(np.floor((m - 1) * q))
+    return _interpolated(float(v[prev]), float(v[min(prev + 1, m - 1)]), m, q)
 
 
 #: Up to this many features the device sums the squared differences of each pair

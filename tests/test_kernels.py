@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from skstein.kernels import (IMQ, RBF, make_kernel, median_bandwidth, median_bandwidth_1d,
-                             pairwise_distances_condensed)
+from skstein.kernels import (IMQ, RBF, bandwidth_grid, make_kernel, median_bandwidth,
+                             median_bandwidth_1d, pairwise_distances_condensed)
 
 KERNELS = [RBF(0.7), RBF(2.5), IMQ(1.3), IMQ(0.8, beta=-0.3)]
 
@@ -115,3 +115,43 @@ def test_make_kernel_and_bad_parameters():
         RBF(-1.0)
     with pytest.raises(TypeError, match="bandwidth"):
         RBF("1")
+
+
+@pytest.mark.parametrize("kind", ["exponential", "sorted", "ties", "reversed", "constant"])
+def test_bracketed_selection_equals_partition(kind):
+    from skstein._numba.distances import select_ranks
+
+    m = 300_001
+    d = np.random.default_rng(1).exponential(size=m)
+    if kind == "sorted":
+        d.sort()
+    elif kind == "ties":
+        d = np.round(d, 1)
+    elif kind == "reversed":
+        d = np.sort(d)[::-1].copy()
+    elif kind == "constant":
+        d[:] = 2.5
+    for ranks in ([m // 2], [0, 1, m // 2 - 1, m // 2], [3000, 3001], [m - 2, m - 1]):
+        ranks = np.array(ranks)
+        out = np.full(ranks.size, np.nan)
+        if select_ranks(d, ranks, out):
+            np.testing.assert_array_equal(out, np.partition(d, ranks)[ranks])
+        else:   # more than two separate brackets: the caller partitions
+            assert len(ranks) > 2
+
+
+def test_bandwidth_heuristics_equal_numpy_order_statistics():
+    from skstein.kernels import (GRID_QUANTILE, GRID_TOP, MIN_BANDWIDTH, _finite_distances,
+                                 _subsample)
+
+    rng = np.random.default_rng(4)
+    for n, d in [(3000, 5), (1500, 60), (2500, 1), (40, 3)]:
+        X = rng.standard_normal((n, d))
+        if d == 1:
+            X[:300] = X[0]   # zero distances: the quantile of the positive ones
+        dist = _finite_distances(_subsample(X, 2000, 3))
+        med = float(np.median(dist))
+        low = max(float(np.quantile(dist[dist > 0], GRID_QUANTILE)), MIN_BANDWIDTH)
+        ref = np.geomspace(min(low, med), GRID_TOP * med, 10)
+        np.testing.assert_array_equal(bandwidth_grid(X, random_state=3), ref)
+        assert median_bandwidth(X, random_state=3) == med
