@@ -17,7 +17,8 @@ give the full rows. The ``L`` kernels of a collection are one ``(L, b - a, n - a
 array per block, written in a few elementwise passes (their memory traffic is the
 cost on a device); their bootstrap forms
 :math:`\sum_{i \ne j} v_{mi} v_{mj} h_l(x_i, x_j)` are one batched product with the
-weights (drawn on the host, copied over once and cast there), in
+weights (drawn on the host and copied over once, Rademacher signs as packed bits
+unpacked there), in
 :data:`skstein._bootstrap.FORM_DTYPE` on each kernel's block scaled by its largest
 diagonal value, accumulated over blocks in double on the device, as on the CPU.
 Temporaries stay within ``max_memory`` bytes (at least :data:`DEVICE_MAX_MEMORY`).

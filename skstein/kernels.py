@@ -679,6 +679,11 @@ def _device_scales(X, max_points, random_state, quantile=None):
 
     xp = array_api_compat.array_namespace(X)
     device = array_api_compat.device(X)
+    if X.ndim != 2 or X.shape[0] < 2:
+        raise ValueError(f"X must be a 2-D array with at least 2 rows, got shape "
+                         f"{tuple(X.shape)}.")
+    if not bool(xp.all(xp.isfinite(X))):
+        raise ValueError("Input X contains NaN or infinity.")
     n = X.shape[0]
     if max_points is not None and n > max_points:
         rng = as_generator(random_state)

@@ -232,6 +232,10 @@ def test_bandwidth_heuristics_on_the_device_equal_the_host(dispatch, case, d):
         _close(host, dev)
     with pytest.raises(ValueError, match="no two distinct rows"):
         median_bandwidth(xs.asarray(np.ones((5, 2))))
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        bandwidth_grid(xs.asarray(np.full((5, 2), np.nan)))
+    with pytest.raises(ValueError, match="at least 2 rows"):
+        median_bandwidth(xs.asarray(np.ones((1, 2))))
 
 
 def test_float32_data_compute_in_float32(dispatch):
