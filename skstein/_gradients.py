@@ -5,10 +5,11 @@ r"""Stein discrepancies' values and closed-form gradients (the functional part o
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 from ._docstrings import fill_doc
-from ._numba.learning import sliced_grad_upper, stein_grad_block
+from ._numba.learning import slice_chunks, sliced_grad_upper, stein_grad_block
 from ._numba.stein import kernel_params as _kernel_params
 from ._threads import numba_threads
 from ._validation import check_bool, check_choice, check_positive_int, check_samples, evaluate_score
@@ -180,7 +181,8 @@ def _sliced_pass(code, p0, p1, U, A, c, with_beta=True):
     hsum = np.empty(m)
     psisum = np.empty(m)
     with _threads_for(n, n // 2, m):
-        sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum, with_beta)
+        sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum, with_beta,
+                          slice_chunks(n, m, numba.get_num_threads()))
     return 2.0 * hsum, rho, beta, 2.0 * psisum
 
 

@@ -16,6 +16,7 @@ The KSD of a sample :math:`x_1, \dots, x_N` to a model :math:`p` with score
 from contextlib import nullcontext
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 from scipy.linalg import blas
 
@@ -26,7 +27,7 @@ from ._threads import blas_threads, numba_threads
 from ._xp import namespace_of, to_host
 from ._numba.sliced import IMQ as _SLICED_IMQ
 from ._numba.sliced import RBF as _SLICED_RBF
-from ._numba.learning import sliced_grad_upper
+from ._numba.learning import slice_chunks, sliced_grad_upper
 from ._numba.sliced import shared_direction_rows, sliced_stein_rows, sliced_stein_upper
 from ._bootstrap import (FORM_DTYPE, STACKED_FORM_BLOCK, block_forms, bootstrap_forms,
                          weight_columns)
@@ -831,7 +832,8 @@ def sliced_value_and_grad(X, S, directions, slices, bandwidths, *, kernel="rbf",
     rho = np.empty((n, m))
     beta = np.empty((n, m))
     with _threads_for(n, n // 2, m):
-        sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum, grad_slices)
+        sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum, grad_slices,
+                          slice_chunks(n, m, numba.get_num_threads()))
     scale = 1.0 / (n * (n - 1.0))
     psisum *= 2.0  # over ordered pairs
     values = 2.0 * hsum * scale

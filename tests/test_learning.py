@@ -241,6 +241,23 @@ def test_symmetric_pass_matches_row_pass(code, p1):
     sliced_grad_upper(code, p0, p1, U, A, c, hs3, rho3, beta3, ps3, False)
     assert np.array_equal(hs3, hs) and np.array_equal(ps3, ps) and np.array_equal(rho3, rho2)
     assert not beta3.any()
+    # ranges of slices per tile (for threads beyond the tiles): the same bits
+    for chunks in (2, 3, m):
+        hs4, ps4 = np.empty(m), np.empty(m)
+        rho4, beta4 = np.empty((n, m)), np.empty((n, m))
+        sliced_grad_upper(code, p0, p1, U, A, c, hs4, rho4, beta4, ps4, True, chunks)
+        for a, b in ((hs4, hs), (ps4, ps), (rho4, rho2), (beta4, beta2)):
+            assert np.array_equal(a, b)
+
+
+def test_slice_chunks_only_where_threads_outnumber_tiles():
+    from skstein._numba.learning import MIN_CHUNK_SLICES, pair_blocks, slice_chunks
+
+    assert slice_chunks(1000, 100, 16) == 1          # 16 tiles a round
+    assert slice_chunks(200, 100, 2) == 1
+    tiles = pair_blocks(200) // 2
+    assert slice_chunks(200, 100, 16) * tiles >= 16
+    assert slice_chunks(200, 12, 16) == 12 // MIN_CHUNK_SLICES
 
 
 @pytest.mark.parametrize("n", [2, 3, 33, 64, 97, 1100])

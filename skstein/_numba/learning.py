@@ -135,6 +135,9 @@ def _pairs_of_row(code, half, p1, p0, c, U, A, i, j0, j1, s0, s1, hrow, psirow, 
     are int64.
     ``with_beta`` is the same for every pair of a call: it picks one of two RBF loops.
     """
+    # unsigned bounds: the compiler drops the negative-index checks and vectorises (with
+    # signed bounds from arguments the loop ran 4 to 8 times slower)
+    u0, u1 = np.uint64(s0), np.uint64(s1)
     ui = U[i]
     ai = A[i]
     h_i = hrow[i]
@@ -154,7 +157,7 @@ def _pairs_of_row(code, half, p1, p0, c, U, A, i, j0, j1, s0, s1, hrow, psirow, 
             # written twice on purpose: as an inline helper taking the rows and k it gave
             # the same bits but did not vectorise (4x slower at N = 50, 6400 columns)
             if with_beta:
-                for k in range(s0, s1):
+                for k in range(u0, u1):
                     d = ui[k] - uj[k]
                     q = p0[k]
                     ck = c[k]
@@ -173,7 +176,7 @@ def _pairs_of_row(code, half, p1, p0, c, U, A, i, j0, j1, s0, s1, hrow, psirow, 
                     beta_i[k] += e * aj[k] + 2.0 * eq * cd
                     beta_j[k] += e * ai[k] - 2.0 * eq * cd
             else:
-                for k in range(s0, s1):
+                for k in range(u0, u1):
                     d = ui[k] - uj[k]
                     q = p0[k]
                     ck = c[k]
@@ -190,7 +193,7 @@ def _pairs_of_row(code, half, p1, p0, c, U, A, i, j0, j1, s0, s1, hrow, psirow, 
                     rho_i[k] += phi
                     rho_j[k] -= phi
         else:
-            for k in range(s0, s1):
+            for k in range(u0, u1):
                 d = ui[k] - uj[k]
                 t = d * d
                 q = p0[k]
@@ -220,20 +223,22 @@ def pair_blocks(n):
     return 2 * max(1, min(MAX_PAIR_BLOCKS // 2, n // 32))
 
 
-#: Parallel items a round of :func:`sliced_grad_upper` aims at (tiles times ranges of
-#: slices); each range keeps at least :data:`MIN_CHUNK_SLICES` slices.
-ROUND_ITEMS = 32
+#: Fewest slices in a range of :func:`slice_chunks`.
 MIN_CHUNK_SLICES = 8
 
 
 @njit(cache=True)
-def slice_chunks(n, m):
-    """Ranges of slices per tile of :func:`sliced_grad_upper`: enough for
-    :data:`ROUND_ITEMS` items in a round of ``pair_blocks(n) // 2`` tiles, each range at
-    least :data:`MIN_CHUNK_SLICES` slices. The ranges split disjoint columns, so every
-    output entry receives its terms in the same order whatever their number."""
+def slice_chunks(n, m, threads):
+    """Ranges of slices per tile of :func:`sliced_grad_upper`: one while a round's
+    ``pair_blocks(n) // 2`` tiles give every one of ``threads`` threads work, else
+    enough for one item per thread, each range at least :data:`MIN_CHUNK_SLICES`
+    slices (shorter loops cost a serial pass up to twice its time at N = 200). The
+    ranges split disjoint columns, so every output entry receives its terms in the same
+    order whatever their number: the results do not depend on ``threads``."""
     tiles = pair_blocks(n) // 2
-    return max(1, min(m // MIN_CHUNK_SLICES, -(-ROUND_ITEMS // tiles)))
+    if tiles >= threads:
+        return 1
+    return max(1, min(m // MIN_CHUNK_SLICES, -(-threads // tiles)))
 
 
 @njit(cache=True, inline="always")
@@ -249,7 +254,8 @@ def _round_robin(r, s, nb):
 
 
 @njit(cache=True, parallel=PARALLEL, fastmath={"contract"})
-def sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum, with_beta=True):
+def sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum, with_beta=True,
+                      chunks=1):
     r"""Sliced Stein kernels and their derivatives over the pairs ``i < j``, both rows filled.
 
     For each pair ``k`` and row ``i`` (sums over all ``j != i``):
@@ -266,9 +272,10 @@ def sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum, with_beta=
 
     The rows are cut into :func:`pair_blocks` blocks (a number fixed by ``N``) and
     the tiles of block pairs are visited in round-robin rounds: the tiles of one
-    round touch disjoint rows and run in parallel, the rounds one after another. Each
-    tile is further cut into :func:`slice_chunks` ranges of slices (disjoint
-    columns), so that a small ``N`` (few tiles) still gives every thread work.
+    round touch disjoint rows and run in parallel, the rounds one after another. Where
+    a round has fewer tiles than threads (a small ``N``), each tile is further cut into
+    :func:`slice_chunks` ranges of slices (disjoint columns), so that every thread has
+    work.
     Every output row receives its terms in one fixed order, so the result is bitwise
     the same for any number of threads.
 
@@ -291,11 +298,14 @@ def sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum, with_beta=
     with_beta : bool, default=True
         Whether to accumulate ``beta``: only the slices' gradient needs it, and it is a
         fifth of the pair work.
+    chunks : int, default=1
+        Ranges of slices per tile (:func:`slice_chunks` for the threads at hand); the
+        results do not depend on it.
     """
     n, m = U.shape
     half = p1 == -0.5
     nb = pair_blocks(n)
-    nk = slice_chunks(n, m)
+    nk = max(1, chunks)
     hrow = np.zeros((n, m))
     psirow = np.zeros((n, m))
     rho[:, :] = 0.0
