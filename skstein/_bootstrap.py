@@ -62,8 +62,8 @@ class PackedSigns:
     r"""Rademacher bootstrap weights :math:`v_{mi} = s\,\epsilon_{mi}`, kept as sign bits.
 
     Bit ``i % 8`` of byte ``bits[m, i // 8]`` is set where :math:`\epsilon_{mi} = +1`.
-    An eighth of a byte per weight: drawn as random bytes (a 64th of the generator's
-    work of one draw per weight) and copied to a device as they are, where
+    An eighth of a byte per weight: drawn as random bytes (a 32nd of the generator's
+    output that one int32 draw per weight takes) and copied to a device as they are, where
     :mod:`skstein._xp_stein` unpacks them; :meth:`dense` and :func:`weight_columns`
     unpack them on the host.
 

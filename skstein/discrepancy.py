@@ -249,8 +249,8 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     :class:`SteinSums` (without the matrix) and the off-diagonal quadratic forms
     :math:`\sum_{i \ne j} v_{mi} v_{mj} h_l(x_i, x_j)` for the rows :math:`v_m` of the
     bootstrap weights ``V`` (an ``(n_draws, n)`` array or
-    :class:`~skstein._bootstrap.PackedSigns`). The pass runs over blocks of rows ``a:b`` of the upper
-    triangle: the Gram blocks :math:`X_{a:b} X_{a:}^\top`, :math:`S_{a:b} S_{a:}^\top`,
+    :class:`~skstein._bootstrap.PackedSigns`). The pass runs over blocks of rows ``a:b``
+    of the upper triangle: the Gram blocks :math:`X_{a:b} X_{a:}^\top`, :math:`S_{a:b} S_{a:}^\top`,
     :math:`X_{a:b} S_{a:}^\top + S_{a:b} X_{a:}^\top` are formed once and shared by
     all kernels; each kernel costs one elementwise pass into a reused buffer. The
     kernels' blocks, stacked, then multiply the weights of columns ``a:`` in one BLAS
