@@ -403,6 +403,38 @@ def svgd_field_serial(code, beta, scale, h, X, S, Xc, nx, ones, T, drive, repuls
     return h, bad
 
 
+@njit(cache=True, parallel=True)
+def svgd_field_sets(code, beta, scale, h, X, S, Xc, nx, ones, T, drive, repulse):
+    """:func:`svgd_field_serial` (one block) for each set ``X[b]`` of a batch, the sets on
+    numba's threads; returns the bad rows of each set.
+
+    Each set's numbers are those of :func:`svgd_field_serial` with ``bs = N`` on it,
+    whichever thread computes them. For sets of at most :data:`MEDIAN_DIRECT_PAIRS`
+    pairs (their median is a direct selection, not a nested parallel pass).
+
+    Parameters
+    ----------
+    X, S : float64 (B, N, D), C-contiguous
+    Xc : float64 (B, N, D), nx : float64 (B, N), T : float64 (B, N, N)
+        Work buffers, one per set.
+    ones : float64 (N,)
+    drive, repulse : float64 (B, N, D)
+        Outputs.
+
+    Returns
+    -------
+    bad : int64 (B,)
+    """
+    nsets = X.shape[0]
+    n = X.shape[1]
+    bad = np.zeros(nsets, dtype=np.int64)
+    for bp in prange(nsets):
+        b = np.int64(bp)
+        _, bad[b] = svgd_field_serial(code, beta, scale, h, X[b], S[b], Xc[b], nx[b], ones,
+                                      T[b], drive[b], repulse[b], max(n, 1))
+    return bad
+
+
 _ABS_BITS = np.int64(0x7FFFFFFFFFFFFFFF)
 
 
