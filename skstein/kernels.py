@@ -352,8 +352,7 @@ def median_bandwidth(X, *, max_points=2000, random_state=None):
     """
     if namespace_of(X) is not None:
         return _device_scales(X, max_points, random_state)[0]
-    X = _subsample(check_samples(X), max_points, random_state)
-    return _positive_median(_finite_distances(X))
+    return _host_scales(_subsample(check_samples(X), max_points, random_state))[0]
 
 
 def _projection_rows(U, max_points, random_state, what):
@@ -592,23 +591,31 @@ def bandwidth_grid(X, n_bandwidths=10, *, max_points=2000, random_state=None):
     -------
     ndarray of shape (n_bandwidths,)
     """
+    quantile = None if n_bandwidths == 1 else GRID_QUANTILE
     if namespace_of(X) is not None:
-        med, low = _device_scales(X, max_points, random_state, GRID_QUANTILE)
+        med, low = _device_scales(X, max_points, random_state, quantile)
     else:
-        X = _subsample(check_samples(X), max_points, random_state)
-        d = _finite_distances(X)
-        med = _positive_median(d)
-        if n_bandwidths == 1:
-            return np.array([med])
-        pos = d if np.all(d > 0) else d[d > 0]
-        m = pos.size
-        prev = int(np.floor((m - 1) * GRID_QUANTILE))
-        a, b = _order_statistics(pos, [prev, min(prev + 1, m - 1)])
-        low = _interpolated(float(a), float(b), m, GRID_QUANTILE)
+        med, low = _host_scales(_subsample(check_samples(X), max_points, random_state),
+                                quantile)
     if n_bandwidths == 1:
         return np.array([med])
     lo = min(max(low, MIN_BANDWIDTH), med)
     return np.geomspace(lo, GRID_TOP * med, n_bandwidths)
+
+
+def _host_scales(X, quantile=None):
+    """``(median, quantile)`` of the pairwise distances of the float64 rows ``X`` (the
+    median of the positive ones if it is zero; the quantile of the positive ones, None
+    without ``quantile``), on the host."""
+    d = _finite_distances(X)
+    med = _positive_median(d)
+    if quantile is None:
+        return med, None
+    pos = d if np.all(d > 0) else d[d > 0]
+    m = pos.size
+    prev = int(np.floor((m - 1) * quantile))
+    a, b = _order_statistics(pos, [prev, min(prev + 1, m - 1)])
+    return med, _interpolated(float(a), float(b), m, quantile)
 
 
 def _sorted_median(v, m):
@@ -692,10 +699,7 @@ def _device_scales(X, max_points, random_state, quantile=None):
     T = _device_squared_distances(X, xp, device)
     if T is None or not bool(xp.all(xp.isfinite(T))):
         # overflow (the host names it) or too many near-repeated rows: the host's pass
-        d = _finite_distances(to_host(X).astype(np.float64))
-        med = _positive_median(d.copy())
-        return med, (None if quantile is None else
-                     float(np.quantile(d[d > 0], quantile, overwrite_input=True)))
+        return _host_scales(to_host(X).astype(np.float64), quantile)
     v = xp.sqrt(xp.sort(xp.clip(T, 0.0, None)))
     m = v.shape[0]
     zeros = int(xp.sum(xp.astype(v == 0, xp.int64)))
