@@ -25,7 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._numba.bootstrap import centred_counts, unpack_signs, unpack_signs_transposed
+from ._numba.bootstrap import (centred_counts, unpack_signs, unpack_signs_transposed,
+                               upper_forms_blocks)
+from ._threads import single_blas
 from ._validation import caller_stacklevel
 
 __all__ = ["bootstrap_weights", "bootstrap_draws", "PackedSigns", "dense_weights",
@@ -177,9 +179,9 @@ def bootstrap_null(upper, method, n_draws, rng, *, statistic="u", diag=None, n=N
     return out
 
 
-#: Rows of an upper triangle per BLAS product in :func:`bootstrap_forms` (the weights
-#: of those rows times the rows; wide enough for an efficient ``gemm``, measured
-#: faster than a triangular ``trmm`` over the whole matrix at N = 1000).
+#: The most rows of an upper triangle per BLAS product in :func:`bootstrap_forms` (the
+#: rows times the weights; wide enough for an efficient ``gemm``, measured faster than a
+#: triangular ``trmm`` over the whole matrix at N = 1000).
 FORM_BLOCK = 256
 
 #: Rows of the Stein matrices per block in
@@ -210,23 +212,30 @@ def bootstrap_forms(upper, V):
 
     ``upper`` holds the strict upper triangle ``U`` of a symmetric matrix with zero
     diagonal (zeros on and below the diagonal, as ``SteinSums.upper``). The forms are
-    accumulated over blocks of rows: :math:`2 \sum_I \mathrm{rowsum}((V_I U_{I,a:})
-    \odot V_{:,a:})` with ``a`` the first row of block ``I``, one BLAS ``gemm`` per block
-    that touches only the upper triangle, with ``n_draws x n`` floats of memory.
+    accumulated over blocks of rows ``a:b`` (:func:`forms_block`): :math:`2 \sum_I
+    \mathrm{rowsum}((U_{I,a:} V_{:,a:}^\top) \odot V_{:,I}^\top)`, each block's product
+    touching only the upper triangle, the blocks on numba's threads, each with one-thread
+    BLAS (:func:`skstein._numba.bootstrap.upper_forms_blocks`; a product on BLAS's own
+    threads left them polling beside numba's next pass). The same numbers for any
+    number of threads; memory: a copy of the weights and, per thread, one block's
+    products.
     """
     n = upper.shape[0]
-    out = np.zeros(V.shape[0])
-    for a in range(0, n, FORM_BLOCK):
-        b = min(n, a + FORM_BLOCK)
-        out += upper_block_forms(upper[a:b, a:], V, a)
-    return out
+    V = np.asarray(V, dtype=np.float64)
+    block = forms_block(n)
+    out = np.empty((-(-n // block), V.shape[0]))
+    with single_blas():
+        upper_forms_blocks(np.ascontiguousarray(upper, dtype=np.float64),
+                           np.ascontiguousarray(V.T), block, out)
+    return 2.0 * out.sum(axis=0)
 
 
-def upper_block_forms(block, V, a):
-    """``2 v_{a:b}^T U[a:b, a:] v_{a:}`` for all draws: rows ``a:b`` of an upper triangle."""
-    b = a + block.shape[0]
-    R = V[:, a:b] @ block
-    return 2.0 * np.einsum("ij,ij->i", R, V[:, a:])
+def forms_block(n):
+    """Rows per block of :func:`bootstrap_forms`: ``N / 64`` within [32, :data:`FORM_BLOCK`]
+    (at N = 800, 25 blocks to share among the threads; 16-row products ran no faster on
+    two threads than on one). A function of ``N`` alone, so the forms do not depend on
+    the number of threads."""
+    return int(max(32, min(FORM_BLOCK, -(-n // 64))))
 
 
 def block_forms(H_rows, V, a, b):

@@ -29,7 +29,7 @@ import numpy as np
 from ._docstrings import fill_doc
 from ._estimator import is_fitted
 from ._validation import check_samples, evaluate_score
-from ._xp import is_device_array, namespace_of, to_host
+from ._xp import host_single_blas, is_device_array, namespace_of, to_host
 from ._xp_stein import xp_check_samples, xp_evaluate_score, xp_sums_and_forms
 from .discrepancy import DEFAULT_MAX_MEMORY, stein_sums_and_forms
 
@@ -173,6 +173,7 @@ class EngineMixin:
     ``self._engine(X)``: the fitted engine, or, while unfitted, the one for ``X``.
     """
 
+    @host_single_blas
     def fit(self, X, y=None):
         """Resolve the test's settings on ``X`` and choose its engine (``engine_``).
 

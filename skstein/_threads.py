@@ -7,14 +7,28 @@ idle threads spin after every parallel region, taking the cores that the next BL
 call needs (and OpenBLAS threads do the same to numba). On 2 cores an SVGD step at
 N = 100 took 8 ms instead of 1 ms, and a KSD test at N = 1000, 66 ms instead of
 53 ms. Passive waiting removes that.
+
+OpenBLAS's threads (pthreads, not OpenMP) poll the same way for about 2^28 cycles
+(0.05-0.2 s) after every multi-threaded product, and nothing can shorten that once
+NumPy has loaded the library. A numba pass that starts within that time shares its
+cores with them: on 2 cores a sliced Stein pass ran at its one-thread speed (52 ms at
+1 and 2 threads) after a 1000 x 100 x 100 product, and at 26 ms after the same product
+on one BLAS thread. :func:`single_blas` therefore holds BLAS at one thread while a
+public computation of skstein runs (its tests, statistic functions and samplers, through
+the decorator :func:`skstein._xp.host_single_blas`, which leaves device arrays alone): its
+parallel work is numba's, and its products are either small or formed by numba's
+threads with one-thread BLAS calls (:func:`skstein.discrepancy._pooled_pass`).
+:func:`caller_blas` gives the caller's BLAS threads back to a block inside, for the
+large products that only BLAS's own pool parallelises.
 """
 
 import contextlib
+import contextvars
 import os
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-__all__ = ["numba_threads", "blas_threads"]
+__all__ = ["numba_threads", "blas_threads", "single_blas", "caller_blas", "holding_blas"]
 
 
 @contextlib.contextmanager
@@ -48,3 +62,38 @@ def blas_threads(n):
 
         _CONTROLLER.append(ThreadpoolController())
     return _CONTROLLER[0].limit(limits=n, user_api="blas")
+
+
+# The caller's BLAS thread count while a single_blas block runs (None outside one).
+_CALLER_BLAS = contextvars.ContextVar("skstein_caller_blas", default=None)
+
+
+@contextlib.contextmanager
+def single_blas():
+    """Run the enclosed block with one BLAS thread (the module docstring says why).
+
+    Nested blocks are free: only the outermost one sets and restores the limit, and it
+    remembers the caller's thread count for :func:`caller_blas`.
+    """
+    if _CALLER_BLAS.get() is not None:
+        yield
+        return
+    with blas_threads(1) as limiter:
+        caller = limiter.get_original_num_threads().get("blas") or 1
+        token = _CALLER_BLAS.set(int(caller))
+        try:
+            yield
+        finally:
+            _CALLER_BLAS.reset(token)
+
+
+def holding_blas():
+    """Whether a :func:`single_blas` block is running."""
+    return _CALLER_BLAS.get() is not None
+
+
+def caller_blas():
+    """Context manager: inside a :func:`single_blas` block, the BLAS thread count of its
+    caller again (for a large product that BLAS's pool parallelises); a no-op outside."""
+    caller = _CALLER_BLAS.get()
+    return contextlib.nullcontext() if caller is None else blas_threads(caller)

@@ -7,13 +7,18 @@ variable ``SCIPY_ARRAY_API=1``) and data given as arrays of another Array API li
 arrays' device. NumPy arrays keep the numba kernels. Nothing here imports a GPU library:
 the namespace comes from the arrays themselves (:mod:`array_api_compat`).
 
-This module imports nothing of skstein, so every layer may use it.
+This module imports only the ground floor of skstein (:mod:`skstein._threads`), so
+every layer may use it.
 """
+
+import functools
 
 import numpy as np
 
+from ._threads import holding_blas, single_blas
+
 __all__ = ["array_api_dispatch", "namespace_of", "to_host", "check_same_namespace",
-           "is_device_array"]
+           "is_device_array", "host_single_blas"]
 
 
 def array_api_dispatch():
@@ -97,3 +102,22 @@ def to_host(a):
     if array_api_compat.is_cupy_array(a):
         return a.get()
     return np.asarray(a)
+
+
+def host_single_blas(fn=None, *, data=1):
+    """Decorator: run ``fn`` in a :func:`~skstein._threads.single_blas` block unless its
+    data argument (the positional argument at index ``data``: 1 for a method's ``X``, 0
+    for a function's) is a device array. Arrays of another Array API library (a GPU) compute there, where
+    OpenBLAS's threads do not matter, so their BLAS limits are left alone."""
+    if fn is None:
+        return functools.partial(host_single_blas, data=data)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if not holding_blas():
+            if not is_device_array(args[data] if len(args) > data else None):
+                with single_blas():
+                    return fn(*args, **kwargs)
+        return fn(*args, **kwargs)
+
+    return wrapper

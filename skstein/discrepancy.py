@@ -23,8 +23,8 @@ from scipy.linalg import blas
 from sklearn.utils.validation import check_array
 
 from ._docstrings import fill_doc
-from ._threads import blas_threads, numba_threads
-from ._xp import namespace_of, to_host
+from ._threads import blas_threads, caller_blas, numba_threads
+from ._xp import host_single_blas, namespace_of, to_host
 from ._numba.sliced import IMQ as _SLICED_IMQ
 from ._numba.sliced import RBF as _SLICED_RBF
 from ._numba.learning import slice_chunks, sliced_grad_upper
@@ -190,10 +190,12 @@ def stein_sums(X, S, kernel, *, return_matrix=False, max_memory=DEFAULT_MAX_MEMO
     if return_matrix:
         # symmetric Gram matrices by syrk / syr2k (half the flops of gemm); each is the
         # C-ordered view of a Fortran array whose upper triangle holds the values
+        # (large products: on the caller's BLAS threads, see skstein._threads)
         XF, SF = np.asfortranarray(Xc), np.asfortranarray(S)
-        G = blas.dsyrk(1.0, XF, lower=1).T
-        SS = blas.dsyrk(1.0, SF, lower=1).T
-        C = blas.dsyr2k(1.0, XF, SF, lower=1).T
+        with caller_blas():
+            G = blas.dsyrk(1.0, XF, lower=1).T
+            SS = blas.dsyrk(1.0, SF, lower=1).T
+            C = blas.dsyr2k(1.0, XF, SF, lower=1).T
         rowsum = np.empty(n)
         stein_block_inplace(code, p0, p1, d, G, SS, C, nx, nsx, 0, 0, True, False, rowsum)
         del SS, C
@@ -209,10 +211,11 @@ def stein_sums(X, S, kernel, *, return_matrix=False, max_memory=DEFAULT_MAX_MEMO
     def block(a, b):
         Xa, Sa = Xc[a:b], S[a:b]
         Xt, St = Xc[a:], S[a:]
-        G = Xa @ Xt.T
-        SS = Sa @ St.T
-        C = Xa @ St.T
-        C += Sa @ Xt.T
+        with caller_blas():
+            G = Xa @ Xt.T
+            SS = Sa @ St.T
+            C = Xa @ St.T
+            C += Sa @ Xt.T
         rowsum = np.empty(b - a)
         stein_block_inplace(code, p0, p1, d, G, SS, C, nx, nsx, a, a, True, False, rowsum)
         return G, rowsum
@@ -233,10 +236,11 @@ def stein_row_blocks(X, S, kernel, *, max_memory=DEFAULT_MAX_MEMORY):
     rows = _block_rows(n, n, max_memory)
     for a in range(0, n, rows):
         b = min(n, a + rows)
-        G = Xc[a:b] @ Xc.T
-        SS = S[a:b] @ S.T
-        C = Xc[a:b] @ S.T
-        C += S[a:b] @ Xc.T
+        with caller_blas():
+            G = Xc[a:b] @ Xc.T
+            SS = S[a:b] @ S.T
+            C = Xc[a:b] @ S.T
+            C += S[a:b] @ Xc.T
         rowsum = np.empty(b - a)
         stein_block_inplace(code, p0, p1, d, G, SS, C, nx, nsx, a, 0, False, False, rowsum)
         yield a, b, G
@@ -308,10 +312,11 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     for a in range(0, n, rows):
         b = min(n, a + rows)
         Xa, Sa, Xt, St = Xc[a:b], S[a:b], Xc[a:], S[a:]
-        G = Xa @ Xt.T
-        SS = Sa @ St.T
-        C = Xa @ St.T
-        C += Sa @ Xt.T
+        with caller_blas():  # beyond the pooled pass: BLAS's threads form the products
+            G = Xa @ Xt.T
+            SS = Sa @ St.T
+            C = Xa @ St.T
+            C += Sa @ Xt.T
         H = np.empty((L,) + G.shape)
         rowsum = np.empty((L, b - a))
         stein_upper_multi(code, p0s, p1, d, G, SS, C, nx, nsx, a, a, H, rowsum)
@@ -328,7 +333,8 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
             width = max(1, min(M, min(max_memory, FORM_CHUNK) // (4 * L * (b - a))))
             for c in range(0, M, width):
                 e = min(M, c + width)
-                P = (Hf @ VT[a:, c:e]).reshape(L, b - a, e - c)
+                with caller_blas():
+                    P = (Hf @ VT[a:, c:e]).reshape(L, b - a, e - c)
                 # the dot with the same draws' weights on rows a:b (single precision
                 # over at most STACKED_FORM_BLOCK rows, accumulated in double across
                 # blocks)
@@ -458,6 +464,7 @@ def _one_pass(X, S, kern, max_memory):
     return xp_sums_and_forms(X, S, (kern,), None, max_memory=max_memory)[0][0]
 
 
+@host_single_blas(data=0)
 def ksd(X, model, *, kernel="rbf", bandwidth="median", kernel_params=None, statistic="u",
         random_state=None, max_memory=DEFAULT_MAX_MEMORY):
     """Squared kernel Stein discrepancy of the sample ``X`` to ``model``.
@@ -494,6 +501,7 @@ def ksd(X, model, *, kernel="rbf", bandwidth="median", kernel_params=None, stati
 
 
 @fill_doc
+@host_single_blas(data=0)
 def ksd_power_criterion(X, model, *, kernel="rbf", bandwidth="median", kernel_params=None,
                         random_state=None, eps=1e-10, max_memory=DEFAULT_MAX_MEMORY):
     """Test-power criterion ``KSD_U^2 / sqrt(sigma_H1^2 + eps)`` (higher = more power).
@@ -522,6 +530,7 @@ def ksd_power_criterion(X, model, *, kernel="rbf", bandwidth="median", kernel_pa
 
 
 @fill_doc
+@host_single_blas(data=0)
 def stein_matrix(X, model, *, kernel="rbf", bandwidth="median", kernel_params=None,
                  random_state=None):
     """The Stein kernel matrix ``H[i, j] = h_p(x_i, x_j)``, diagonal included.
@@ -876,6 +885,7 @@ def sliced_sums_and_forms(X, S, directions, slices, bandwidths, V, *, kernel="rb
     return sums, forms
 
 
+@host_single_blas(data=0)
 def max_sksd(X, model, *, directions=None, slices=None, kernel="rbf", bandwidth="median",
              kernel_params=None, statistic="u", return_pairs=False, random_state=None,
              max_memory=DEFAULT_MAX_MEMORY):

@@ -9,13 +9,13 @@ import functools
 import numba
 import numpy as np
 
-from ._threads import blas_threads
+from ._threads import blas_threads, numba_threads
 from ._numba.sliced import median_abs_diff_columns
 from ._numba.stein import kernel_params as _kernel_code
+from ._numba.learning import slice_chunks
 from ._numba.svgd import (
     adagrad_step,
-    sliced_svgd_terms,
-    sliced_svgd_terms_symmetric,
+    sliced_svgd_terms_tiled,
     svgd_field,
     svgd_field_serial,
     svgd_field_sets,
@@ -32,17 +32,15 @@ __all__ = ["svgd_terms", "svgd_direction", "field_from_terms", "SVGDFlow", "adag
 SERIAL_EVALUATIONS = 2**16
 
 
-#: With at most this many numba threads the serial symmetric sliced pass (each pair
-#: once) beats the row-parallel one (each pair twice); both give identical numbers.
-SYMMETRIC_MAX_THREADS = 2
-
-
 def sliced_terms(code, p0, p1, U, S, gdiag, drive, repulse):
-    """Driving and repulsive sums of sliced SVGD by the faster of the two passes."""
+    """Driving and repulsive sums of sliced SVGD: each kernel pair once, on numba's
+    threads (:func:`skstein._numba.svgd.sliced_svgd_terms_tiled`), or on the calling
+    thread below :data:`SERIAL_EVALUATIONS` (the same numbers either way)."""
     n, m = U.shape
-    if numba.get_num_threads() <= SYMMETRIC_MAX_THREADS or n * n * m < SERIAL_EVALUATIONS:
-        return sliced_svgd_terms_symmetric(code, p0, p1, U, S, gdiag, drive, repulse)
-    return sliced_svgd_terms(code, p0, p1, U, S, gdiag, drive, repulse)
+    serial = n * n * m < SERIAL_EVALUATIONS
+    with numba_threads(1 if serial else None):
+        return sliced_svgd_terms_tiled(code, p0, p1, U, S, gdiag, drive, repulse,
+                                       slice_chunks(n, m, numba.get_num_threads()))
 
 
 def kernel_code(kernel, kernel_params=None):

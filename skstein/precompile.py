@@ -80,9 +80,10 @@ FAMILIES = {"ksd": _ksd, "maxsksd": _maxsksd, "relative": _relative, "svgd": _sv
 _MARKERS = {
     "ksd": [("stein", "stein_pass_blocks")],
     "maxsksd": [("directions", "cubic_slice_moments"), ("sliced", "sliced_stein_upper"),
-                ("learning", "sliced_grad_upper")],
+                ("learning", "sliced_grad_upper"), ("bootstrap", "upper_forms_blocks")],
     "relative": [("stein", "stein_pass_blocks")],
-    "svgd": [("svgd", "svgd_field_serial"), ("svgd", "svgd_field")],
+    "svgd": [("svgd", "svgd_field_serial"), ("svgd", "svgd_field"),
+             ("svgd", "sliced_svgd_terms_tiled")],
     "discrete": [("discrete", "discrete_stein_block")],
 }
 

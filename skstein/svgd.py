@@ -46,7 +46,8 @@ from .discrepancy import (
 )
 from .directions import _Adam, _tangent_unit_rows, _unit_rows
 from ._flows_xp import sliced_svgd_terms_xp, svgd_terms_xp
-from ._xp import check_same_namespace, is_device_array, namespace_of, to_host
+from ._xp import (check_same_namespace, host_single_blas, is_device_array, namespace_of,
+                  to_host)
 from ._xp_stein import xp_check_score_finite, xp_evaluate_score
 from .flows import (
     SVGDFlow,
@@ -257,6 +258,7 @@ class _ParticleSampler(BaseEstimator):
                              f"{rows.size} particles of Z.")
         return np.ascontiguousarray(S)
 
+    @host_single_blas
     def score(self, X, y=None):
         """Minus the discrepancy the sampler reduces, of ``X`` to the target.
 
@@ -280,6 +282,7 @@ class _ParticleSampler(BaseEstimator):
         S = evaluate_score(self.target, X, "target")
         return -self._discrepancy(X, S, self._score_state())
 
+    @host_single_blas
     def fit(self, X0=None, y=None):
         """Move the initial particles ``X0`` (or ``n_particles`` draws from N(0, I)).
 
@@ -560,6 +563,7 @@ class SVGD(_ParticleSampler):
 
     _fused_score_check = True
 
+    @host_single_blas
     def direction(self, Z, score=None):
         r"""The SVGD field :math:`\phi` at the particles ``Z`` (amortised SVGD).
 
@@ -854,6 +858,7 @@ class SlicedSVGD(_ParticleSampler):
         self.slice_learning_rate = slice_learning_rate
         self.bandwidth_every = bandwidth_every
 
+    @host_single_blas
     def direction(self, Z, score=None):
         r"""The sliced SVGD field at the particles ``Z``, after one direction update.
 

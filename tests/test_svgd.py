@@ -6,7 +6,7 @@ from sklearn.base import clone
 
 from skstein import SVGD, SlicedSVGD
 from skstein._numba import numba_threads
-from skstein._numba.svgd import sliced_svgd_terms, sliced_svgd_terms_symmetric
+from skstein._numba.svgd import sliced_svgd_terms, sliced_svgd_terms_tiled
 from skstein.distributions import Gaussian
 from skstein.flows import svgd_terms
 from skstein.kernels import IMQ, RBF
@@ -59,10 +59,18 @@ def test_sliced_direction_equals_double_loop(kind):
         d1, r1 = np.empty_like(U), np.empty_like(U)
         sliced_svgd_terms(code, p0, -0.5, U, S, np.diag(G).copy(), d1, r1)
     assert np.array_equal(d1, drive) and np.array_equal(r1, repulse)
-    # the serial pass that evaluates each pair once sums in the same order
-    d2, r2 = np.empty_like(U), np.empty_like(U)
-    sliced_svgd_terms_symmetric(code, p0, -0.5, U, S, np.diag(G).copy(), d2, r2)
-    assert np.array_equal(d2, drive) and np.array_equal(r2, repulse)
+    # the tiled pass evaluates each pair once, in an order fixed by N: the same bits
+    # for any number of threads and of slice ranges
+    runs = []
+    for threads, chunks in ((1, 1), (2, 1), (2, 2), (1, 3)):
+        with numba_threads(threads):
+            d2, r2 = np.empty_like(U), np.empty_like(U)
+            sliced_svgd_terms_tiled(code, p0, -0.5, U, S, np.diag(G).copy(), d2, r2, chunks)
+            runs.append((d2, r2))
+    np.testing.assert_allclose(runs[0][0], ref_d, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(runs[0][1], ref_r, rtol=1e-10, atol=1e-12)
+    for d2, r2 in runs[1:]:
+        assert np.array_equal(d2, runs[0][0]) and np.array_equal(r2, runs[0][1])
 
 
 def test_median_rules():

@@ -69,3 +69,22 @@ def sgemm_nn(A, B, C, beta):
     _sgemm(_ptr(_NN[0:]), _ptr(_NN[1:]), _ptr(ints[0:]), _ptr(ints[1:]), _ptr(ints[2:]),
            _ptr(scal[0:]), _ptr(B), _ptr(ints[3:]), _ptr(A), _ptr(ints[4:]), _ptr(scal[1:]),
            _ptr(C), _ptr(ints[5:]))
+
+
+@njit(cache=True)
+def gemm_nn_rows(A, B, C, beta):
+    r"""``C = A B + beta C`` in float64: ``A`` (m, k) with contiguous rows that may be
+    spaced (a block of rows and columns of a C-contiguous matrix), ``B`` (k, n) and ``C``
+    (m, n) C-contiguous.
+
+    In column-major terms :math:`C^T = B^T A^T` with ``A``'s row spacing as its leading
+    dimension: ``dgemm('N', 'N')`` with the operands swapped.
+    """
+    m, k = A.shape
+    n = B.shape[1]
+    lda = max(k, A.strides[0] // 8)
+    ints = np.array([n, m, k, n, lda, n], dtype=np.int32)
+    scal = np.array([1.0, beta])
+    _dgemm(_ptr(_NN[0:]), _ptr(_NN[1:]), _ptr(ints[0:]), _ptr(ints[1:]), _ptr(ints[2:]),
+           _ptr(scal[0:]), _ptr(B), _ptr(ints[3:]), _ptr(A), _ptr(ints[4:]), _ptr(scal[1:]),
+           _ptr(C), _ptr(ints[5:]))

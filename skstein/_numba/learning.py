@@ -242,7 +242,7 @@ def slice_chunks(n, m, threads):
 
 
 @njit(cache=True, inline="always")
-def _round_robin(r, s, nb):
+def round_robin(r, s, nb):
     """Tile ``s`` of round ``r`` of a round-robin over ``nb`` (even) blocks: ``(I, J)``.
 
     Over the rounds ``r = 0 .. nb - 2`` every pair of distinct blocks meets exactly
@@ -251,6 +251,23 @@ def _round_robin(r, s, nb):
     if s == 0:
         return r, nb - 1
     return (r + s) % (nb - 1), (r - s + nb - 1) % (nb - 1)
+
+
+@njit(cache=True, inline="always")
+def tile(r, item, nk, n, m, nb):
+    """Item ``item`` of round ``r`` of the tiled symmetric passes (``nb`` row blocks,
+    tiles cut into ``nk`` ranges of slices): ``(i0, i1, j0, j1, s0, s1)``, its rows,
+    its columns (``j0 = -1``: a diagonal tile, each row ``i`` from ``i + 1``) and its
+    slices. Round 0 holds the ``nb`` diagonal tiles, rounds ``1 .. nb - 1`` the
+    :func:`round_robin` tiles; the tiles of a round touch disjoint rows."""
+    t = np.int64(item) // nk
+    ch = np.int64(item) % nk
+    if r == 0:
+        bi, bj = t, t
+    else:
+        bi, bj = round_robin(r - 1, t, nb)
+    return (bi * n // nb, (bi + 1) * n // nb, -1 if r == 0 else bj * n // nb,
+            (bj + 1) * n // nb, ch * m // nk, (ch + 1) * m // nk)
 
 
 @njit(cache=True, parallel=PARALLEL, fastmath={"contract"})
@@ -317,18 +334,9 @@ def sliced_grad_upper(code, p0, p1, U, A, c, hsum, rho, beta, psisum, with_beta=
     for r in range(nb):
         ntiles = nb if r == 0 else nb // 2
         for item in prange(ntiles * nk):
-            s = np.int64(item) // nk
-            ch = np.int64(item) % nk
-            if r == 0:
-                bi, bj = s, s
-            else:
-                bi, bj = _round_robin(r - 1, s, nb)
-            jlo = bj * n // nb
-            jhi = (bj + 1) * n // nb
-            s0 = ch * m // nk
-            s1 = (ch + 1) * m // nk
-            for i in range(bi * n // nb, (bi + 1) * n // nb):
-                _pairs_of_row(code, half, p1, p0, c, U, A, i, i + 1 if r == 0 else jlo, jhi,
+            i0, i1, j0, j1, s0, s1 = tile(r, item, nk, n, m, nb)
+            for i in range(i0, i1):
+                _pairs_of_row(code, half, p1, p0, c, U, A, i, i + 1 if j0 < 0 else j0, j1,
                               s0, s1, hrow, psirow, rho, beta, with_beta)
     hsum[:] = 0.0
     psisum[:] = 0.0

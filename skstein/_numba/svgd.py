@@ -38,6 +38,8 @@ dimension:
 import numpy as np
 from numba import njit, prange
 
+from ._jit import PARALLEL
+from .learning import pair_blocks, tile
 from .sliced import fast_exp
 from .stein import MIN_BANDWIDTH, RBF, radial_profile
 
@@ -528,48 +530,66 @@ def sliced_svgd_terms(code, p0, p1, U, S, gdiag, drive, repulse):
     return drive, repulse
 
 
-@njit(cache=True)
-def sliced_svgd_terms_symmetric(code, p0, p1, U, S, gdiag, drive, repulse):
-    """Serial :func:`sliced_svgd_terms` that evaluates each kernel pair once.
+@njit(cache=True, parallel=PARALLEL)
+def sliced_svgd_terms_tiled(code, p0, p1, U, S, gdiag, drive, repulse, chunks):
+    """:func:`sliced_svgd_terms` with each kernel pair evaluated once, on numba's threads.
 
-    Row ``i`` receives the terms of ``j < i`` while row ``j`` is processed, then its
-    own term, then ``j > i``: the same summation order as the row-parallel pass, so
-    the results are bitwise identical, with half the kernel evaluations.
+    The tiles of :func:`skstein._numba.learning.sliced_grad_upper`: the rows are cut
+    into ``pair_blocks(N)`` blocks, the diagonal tiles run in one round and the
+    round-robin tiles of distinct blocks in the next ones; the tiles of a round touch
+    disjoint rows, so they run in parallel, and ``chunks`` (:func:`slice_chunks`) cuts
+    each tile into ranges of slices when a round has fewer tiles than threads. Each
+    entry of the outputs receives its terms in one order fixed by ``N``: the numbers are
+    the same for any number of threads and any ``chunks``. Half the kernel evaluations
+    of the row-parallel pass.
     """
     n, m = U.shape
+    nb = pair_blocks(n)
+    nk = max(1, chunks)
     for i in range(n):
         for k in range(m):
-            drive[i, k] = 0.0
+            drive[i, k] = S[i, k]  # kappa(0) = 1 for both kernels; no self-repulsion
             repulse[i, k] = 0.0
-    for i in range(n):
-        ui = U[i]
-        si = S[i]
-        di = drive[i]
-        ri = repulse[i]
-        for k in range(m):
-            di[k] += si[k]  # kappa(0) = 1 for both kernels; the self-repulsion is 0
-        for j in range(i + 1, n):
-            uj = U[j]
-            sj = S[j]
-            dj = drive[j]
-            rj = repulse[j]
-            if code == RBF:
-                for k in range(m):
-                    delta = uj[k] - ui[k]
-                    q = p0[k]
-                    kk = fast_exp(-delta * delta * q)
-                    di[k] += kk * sj[k]
-                    dj[k] += kk * si[k]
-                    t = 2.0 * gdiag[k] * delta * q * kk
-                    ri[k] -= t
-                    rj[k] += t
-            else:
-                for k in range(m):
-                    delta = uj[k] - ui[k]
-                    k0, k1, _ = radial_profile(code, delta * delta, p0[k], p1)
-                    di[k] += k0 * sj[k]
-                    dj[k] += k0 * si[k]
-                    t = 2.0 * gdiag[k] * delta * k1
-                    ri[k] += t
-                    rj[k] -= t
+    for r in range(nb):
+        ntiles = nb if r == 0 else nb // 2
+        for item in prange(ntiles * nk):
+            i0, i1, j0, j1, s0, s1 = tile(r, item, nk, n, m, nb)
+            for i in range(i0, i1):
+                _sliced_pairs_of_row(code, p0, p1, U, S, gdiag, i, i + 1 if j0 < 0 else j0,
+                                     j1, s0, s1, drive, repulse)
     return drive, repulse
+
+
+@njit(cache=True)
+def _sliced_pairs_of_row(code, p0, p1, U, S, gdiag, i, j0, j1, s0, s1, drive, repulse):
+    """Pairs ``(i, j)``, ``j0 <= j < j1``, slices ``s0 <= k < s1`` of
+    :func:`sliced_svgd_terms_tiled`, added to rows ``i`` and ``j`` (compiled once)."""
+    u0, u1 = np.uint64(s0), np.uint64(s1)  # unsigned bounds: the loops vectorise
+    ui = U[i]
+    si = S[i]
+    di = drive[i]
+    ri = repulse[i]
+    for j in range(j0, j1):
+        uj = U[j]
+        sj = S[j]
+        dj = drive[j]
+        rj = repulse[j]
+        if code == RBF:
+            for k in range(u0, u1):
+                delta = uj[k] - ui[k]
+                q = p0[k]
+                kk = fast_exp(-delta * delta * q)
+                di[k] += kk * sj[k]
+                dj[k] += kk * si[k]
+                t = 2.0 * gdiag[k] * delta * q * kk
+                ri[k] -= t
+                rj[k] += t
+        else:
+            for k in range(u0, u1):
+                delta = uj[k] - ui[k]
+                k0, k1, _ = radial_profile(code, delta * delta, p0[k], p1)
+                di[k] += k0 * sj[k]
+                dj[k] += k0 * si[k]
+                t = 2.0 * gdiag[k] * delta * k1
+                ri[k] += t
+                rj[k] -= t

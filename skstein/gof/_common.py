@@ -11,6 +11,7 @@ of simulated (bootstrap, permutation, Monte Carlo) draws of the statistic.
 from .._bootstrap import bootstrap_pvalue, bootstrap_threshold
 from .._docstrings import fill_doc
 from .._result import GOFTestResult
+from .._xp import host_single_blas
 
 __all__ = ["FitMethod", "SampleTestMethods", "simulated_null_result"]
 
@@ -50,6 +51,7 @@ class FitMethod:
     fitted attributes.
     """
 
+    @host_single_blas
     def fit(self, X, y=None):
         """Learn the test's settings on ``X`` (its fitted attributes).
 
@@ -76,6 +78,7 @@ class SampleTestMethods(FitMethod):
     fitted settings, or learn them on the sample when the test is not fitted.
     """
 
+    @host_single_blas
     def test(self, X):
         """Run the test on ``X``.
 
@@ -88,6 +91,7 @@ class SampleTestMethods(FitMethod):
         """
         return self._test(X)
 
+    @host_single_blas
     def discrepancy(self, X):
         """The test statistic on ``X``.
 
@@ -101,6 +105,7 @@ class SampleTestMethods(FitMethod):
         """
         return self._discrepancy(X)
 
+    @host_single_blas
     def score(self, X, y=None):
         """Power criterion of the test on ``X``: higher means more power.
 

@@ -12,6 +12,7 @@ from sklearn.base import BaseEstimator
 
 from .._bootstrap import bootstrap_pvalue, bootstrap_threshold, bootstrap_weights
 from .._threads import blas_threads
+from .._xp import host_single_blas
 from .._random import as_generator
 from .._result import GOFTestResult
 from .._validation import (
@@ -574,6 +575,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         self.n_iter_ = res.n_iter
         self._ascent = None
 
+    @host_single_blas
     def partial_fit(self, X, y=None):
         """One ascent step of the directions (and slices) on the batch ``X``.
 

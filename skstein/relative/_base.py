@@ -5,6 +5,7 @@ import numpy as np
 from .._docstrings import fill_doc
 from .._estimator import RandomStateTagsMixin, model_dim
 from .._validation import validate_samples
+from .._xp import host_single_blas
 
 __all__ = ["RelativeMixin", "check_train_size", "train_rows"]
 
@@ -29,6 +30,7 @@ class RelativeMixin(RandomStateTagsMixin):
             self._check_model_dims()
         return X
 
+    @host_single_blas
     def score(self, X, y=None):
         r"""The studentised difference :math:`\sqrt n\,\hat D_n / \hat\sigma` on ``X``.
 

@@ -17,6 +17,7 @@ from .._validation import (
     resolve_score,
     sklearn_model_hint,
 )
+from .._xp import host_single_blas
 from ..directions import _from_whitened, search_directions
 from ..discrepancy import (
     DEFAULT_MAX_MEMORY,
@@ -442,6 +443,7 @@ class RelativeKSDTest(EngineMixin, RelativeMixin, BaseEstimator):
         return evaluate_model_score(getattr(self, name), X, self.model_score,
                                     self.n_posterior_samples, self.burn_in, rng, name)
 
+    @host_single_blas
     def test(self, X):
         """Run the test on ``X``.
 

@@ -9,6 +9,7 @@ from .._random import as_generator
 from .._result import RelativeTestResult
 from .._validation import (check_alpha, check_positive_int, check_samples,
                            sklearn_model_hint)
+from .._xp import host_single_blas
 from ..discrepancy import resolve_bandwidth
 from ..gof._common import FitMethod
 from ..kernels import RBF
@@ -117,6 +118,7 @@ class RelativeMMDTest(FitMethod, RelativeMixin, BaseEstimator):
             raise ValueError(f"the samples of {name} have {Y.shape[1]} features, X has {d}.")
         return Y
 
+    @host_single_blas
     def test(self, X):
         """Run the test on ``X`` (data from R).
 

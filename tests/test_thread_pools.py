@@ -1,0 +1,130 @@
+"""One thread pool at a time: BLAS at one thread inside skstein's computations.
+
+OpenBLAS's threads keep polling for work after a multi-threaded product and take the
+cores from numba's next parallel pass (``skstein._threads``). The public computations
+therefore hold BLAS at one thread on host data (and give the caller's count back
+afterwards); their products run on numba's threads with one-thread BLAS calls. The
+bootstrap forms built that way must equal a slow NumPy version and give the same bits
+for any number of threads.
+"""
+
+import numba
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
+
+from skstein import KSDTest, MaxSKSDTest, RelativeKSDTest, ksd, max_sksd
+from skstein._bootstrap import bootstrap_forms, bootstrap_weights, forms_block
+from skstein._numba._blas import gemm_nn_rows
+from skstein._threads import caller_blas, numba_threads, single_blas
+from skstein._xp import host_single_blas
+from skstein.distributions import Gaussian
+
+
+def _blas_threads():
+    counts = {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+    assert len(counts) == 1, counts
+    return counts.pop()
+
+
+@pytest.fixture
+def two_blas_threads():
+    with threadpool_limits(2, user_api="blas"):
+        if _blas_threads() != 2:
+            pytest.skip("BLAS does not take two threads here")
+        yield
+
+
+def _upper(n, seed):
+    H = np.random.default_rng(seed).standard_normal((n, n))
+    return np.triu(H + H.T, 1)
+
+
+@pytest.mark.parametrize("n, method, draws", [(1, "multinomial", 3), (2, "rademacher", 5),
+                                              (31, "multinomial", 40),
+                                              (97, "rademacher", 1),
+                                              (800, "multinomial", 64),
+                                              (2500, "rademacher", 20)])
+def test_bootstrap_forms_equal_the_quadratic_forms(n, method, draws):
+    U = _upper(n, n)
+    rng = np.random.default_rng(1)
+    V = bootstrap_weights(method, n, draws, rng) if n > 1 else rng.standard_normal((draws, 1))
+    slow = np.array([v @ (U + U.T) @ v for v in V])
+    got = bootstrap_forms(U, V)
+    assert got.shape == (draws,)
+    np.testing.assert_allclose(got, slow, rtol=1e-12, atol=1e-12 * np.abs(slow).max())
+
+
+def test_bootstrap_forms_are_the_same_for_any_number_of_threads():
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one numba thread")
+    n = 1100
+    assert -(-n // forms_block(n)) > 2  # several blocks to share
+    U = _upper(n, 5)
+    V = bootstrap_weights("multinomial", n, 300, np.random.default_rng(6))
+    runs = []
+    for t in (1, 2):
+        with numba_threads(t):
+            runs.append(bootstrap_forms(U, V))
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
+@pytest.mark.parametrize("m, k, n, skip", [(5, 7, 3, 0), (32, 500, 40, 300), (1, 1, 1, 0)])
+def test_gemm_on_spaced_rows(m, k, n, skip):
+    rng = np.random.default_rng(2)
+    big = rng.standard_normal((m + 3, k + skip))
+    A = big[2:2 + m, skip:]  # rows spaced by k + skip
+    B = rng.standard_normal((k, n))
+    C = rng.standard_normal((m, n))
+    want = A @ B + 0.5 * C
+    gemm_nn_rows(A, B, C, 0.5)
+    np.testing.assert_allclose(C, want, rtol=1e-12, atol=1e-12)
+
+
+def test_single_blas_holds_one_thread_and_gives_the_callers_back(two_blas_threads):
+    with single_blas():
+        assert _blas_threads() == 1
+        with single_blas():  # nested: no change
+            assert _blas_threads() == 1
+        with caller_blas():
+            assert _blas_threads() == 2
+        assert _blas_threads() == 1
+    assert _blas_threads() == 2
+    with caller_blas():  # outside a block: nothing to give back
+        assert _blas_threads() == 2
+
+
+def _recording(model, seen):
+    def score(X):
+        seen.append(_blas_threads())
+        return model.grad_logpdf(X)
+    return score
+
+
+def test_public_computations_hold_blas_at_one_thread(two_blas_threads):
+    d = 3
+    X = np.random.default_rng(3).standard_normal((120, d))
+    model = Gaussian(np.zeros(d))
+    seen = []
+    score = _recording(model, seen)
+    KSDTest(score, n_bootstrap=50, random_state=0).test(X)
+    KSDTest(score, bandwidth="aggregate", n_bootstrap=50, random_state=0).fit(X).test(X)
+    MaxSKSDTest(score, n_bootstrap=50, max_iter=2, random_state=0).test(X)
+    ksd(X, score)
+    max_sksd(X, score)
+    RelativeKSDTest(score, Gaussian(np.ones(d)), random_state=0).test(X)
+    assert len(seen) >= 6 and set(seen) == {1}
+    assert _blas_threads() == 2
+
+
+def test_device_arrays_keep_the_callers_blas_threads(two_blas_threads):
+    xps = pytest.importorskip("array_api_strict")
+    seen = []
+
+    @host_single_blas
+    def method(self, X):
+        seen.append(_blas_threads())
+
+    method(None, xps.asarray(np.zeros((3, 2))))
+    method(None, np.zeros((3, 2)))
+    assert seen == [2, 1]
