@@ -217,16 +217,14 @@ def bootstrap_forms(upper, V):
     touching only the upper triangle, the blocks on numba's threads, each with one-thread
     BLAS (:func:`skstein._numba.bootstrap.upper_forms_blocks`; a product on BLAS's own
     threads left them polling beside numba's next pass). The same numbers for any
-    number of threads; memory: a copy of the weights and, per thread, one block's
-    products.
+    number of threads; memory: per thread, one block's products.
     """
     n = upper.shape[0]
-    V = np.asarray(V, dtype=np.float64)
+    V = np.ascontiguousarray(V, dtype=np.float64)
     block = forms_block(n)
     out = np.empty((-(-n // block), V.shape[0]))
     with single_blas():
-        upper_forms_blocks(np.ascontiguousarray(upper, dtype=np.float64),
-                           np.ascontiguousarray(V.T), block, out)
+        upper_forms_blocks(np.ascontiguousarray(upper, dtype=np.float64), V, block, out)
     return 2.0 * out.sum(axis=0)
 
 

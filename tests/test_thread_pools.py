@@ -15,7 +15,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from skstein import KSDTest, MaxSKSDTest, RelativeKSDTest, ksd, max_sksd
 from skstein._bootstrap import bootstrap_forms, bootstrap_weights, forms_block
-from skstein._numba._blas import gemm_nn_rows
+from skstein._numba._blas import gemm_nt
 from skstein._threads import caller_blas, numba_threads, single_blas
 from skstein._xp import host_single_blas
 from skstein.distributions import Gaussian
@@ -69,16 +69,21 @@ def test_bootstrap_forms_are_the_same_for_any_number_of_threads():
     np.testing.assert_array_equal(runs[0], runs[1])
 
 
-@pytest.mark.parametrize("m, k, n, skip", [(5, 7, 3, 0), (32, 500, 40, 300), (1, 1, 1, 0)])
+@pytest.mark.parametrize("m, k, n, skip", [(5, 7, 3, 0), (32, 500, 40, 300), (1, 1, 1, 0),
+                                           (9, 4, 6, 2)])
 def test_gemm_on_spaced_rows(m, k, n, skip):
     rng = np.random.default_rng(2)
     big = rng.standard_normal((m + 3, k + skip))
     A = big[2:2 + m, skip:]  # rows spaced by k + skip
-    B = rng.standard_normal((k, n))
+    B = rng.standard_normal((n, k + 2 * skip))[:, skip:skip + k]  # spaced by k + 2 skip
     C = rng.standard_normal((m, n))
-    want = A @ B + 0.5 * C
-    gemm_nn_rows(A, B, C, 0.5)
+    want = A @ B.T + 0.5 * C
+    gemm_nt(A, B, C, 0.5)
     np.testing.assert_allclose(C, want, rtol=1e-12, atol=1e-12)
+    Bc = np.ascontiguousarray(B)  # contiguous rows, as in the Stein pass
+    C2 = np.empty((m, n))
+    gemm_nt(np.ascontiguousarray(A), Bc, C2, 0.0)
+    np.testing.assert_allclose(C2, A @ B.T, rtol=1e-12, atol=1e-12)
 
 
 def test_single_blas_holds_one_thread_and_gives_the_callers_back(two_blas_threads):

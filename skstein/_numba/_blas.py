@@ -8,8 +8,9 @@ call scipy's BLAS directly. The functions' addresses are given to LLVM under fix
 names when this module is imported, so the compiled kernels refer to the names and
 numba's cache keeps working across processes.
 
-Both take C-contiguous arrays (row blocks of C-contiguous arrays are) and call BLAS
-with column-major views of them; the caller holds BLAS at one thread.
+Both take arrays whose rows are contiguous (row blocks of C-contiguous arrays; the
+operands of ``gemm_nt`` may also be column blocks) and call BLAS with column-major views
+of them; the caller holds BLAS at one thread.
 """
 
 import numpy as np
@@ -44,11 +45,14 @@ def gemm_nt(A, B, C, beta):
     r"""``C = A B^T + beta C`` in float64: ``A`` (m, k), ``B`` (n, k), ``C`` (m, n).
 
     In column-major terms :math:`C^T = B A^T`: ``dgemm('T', 'N')`` on the arrays as they
-    are.
+    are. The rows of ``A`` and ``B`` may be spaced (a block of rows and columns of a
+    C-contiguous matrix): their spacing is the leading dimension.
     """
     m, k = A.shape
     n = B.shape[0]
-    ints = np.array([n, m, k, k, k, n], dtype=np.int32)
+    lda = max(1, k, A.strides[0] // 8)
+    ldb = max(1, k, B.strides[0] // 8)
+    ints = np.array([n, m, k, ldb, lda, n], dtype=np.int32)
     scal = np.array([1.0, beta])
     _dgemm(_ptr(_TN[0:]), _ptr(_TN[1:]), _ptr(ints[0:]), _ptr(ints[1:]), _ptr(ints[2:]),
            _ptr(scal[0:]), _ptr(B), _ptr(ints[3:]), _ptr(A), _ptr(ints[4:]), _ptr(scal[1:]),
@@ -70,21 +74,3 @@ def sgemm_nn(A, B, C, beta):
            _ptr(scal[0:]), _ptr(B), _ptr(ints[3:]), _ptr(A), _ptr(ints[4:]), _ptr(scal[1:]),
            _ptr(C), _ptr(ints[5:]))
 
-
-@njit(cache=True)
-def gemm_nn_rows(A, B, C, beta):
-    r"""``C = A B + beta C`` in float64: ``A`` (m, k) with contiguous rows that may be
-    spaced (a block of rows and columns of a C-contiguous matrix), ``B`` (k, n) and ``C``
-    (m, n) C-contiguous.
-
-    In column-major terms :math:`C^T = B^T A^T` with ``A``'s row spacing as its leading
-    dimension: ``dgemm('N', 'N')`` with the operands swapped.
-    """
-    m, k = A.shape
-    n = B.shape[1]
-    lda = max(k, A.strides[0] // 8)
-    ints = np.array([n, m, k, n, lda, n], dtype=np.int32)
-    scal = np.array([1.0, beta])
-    _dgemm(_ptr(_NN[0:]), _ptr(_NN[1:]), _ptr(ints[0:]), _ptr(ints[1:]), _ptr(ints[2:]),
-           _ptr(scal[0:]), _ptr(B), _ptr(ints[3:]), _ptr(A), _ptr(ints[4:]), _ptr(scal[1:]),
-           _ptr(C), _ptr(ints[5:]))

@@ -3,7 +3,7 @@
 import numpy as np
 from numba import njit, prange
 
-from ._blas import gemm_nn_rows
+from ._blas import gemm_nt
 from ._jit import PARALLEL
 
 
@@ -116,23 +116,24 @@ def scaled_single(H, scale, out):
 
 
 @njit(cache=True, parallel=PARALLEL)
-def upper_forms_blocks(upper, VT, block, out):
+def upper_forms_blocks(upper, V, block, out):
     r"""The bootstrap forms of a strict upper triangle by blocks of rows, on numba's
     threads alone.
 
     Row ``k`` of ``out`` becomes block ``k``'s share :math:`\sum_{i \in k} v_{mi}
     \sum_{j \ge a_k} U_{ij} v_{mj}` of :math:`v_m^\top U v_m` for every draw ``m``: one
-    product ``U[a:b, a:] @ VT[a:]`` by a one-thread BLAS call (:mod:`._blas`; the caller
-    holds BLAS at one thread) and a dot with the block's own weights. Blocks ``p`` and
-    ``nb - 1 - p`` form one parallel iteration (equal work); no two blocks write the
-    same row of ``out``, so its values do not depend on the number of threads.
+    product ``V[:, a:] @ U[a:b, a:].T`` by a one-thread BLAS call (:mod:`._blas`; the
+    caller holds BLAS at one thread) and a dot of each draw's row with its weights on
+    the block. Blocks ``p`` and ``nb - 1 - p`` form one parallel iteration (equal work);
+    no two blocks write the same row of ``out``, so its values do not depend on the
+    number of threads.
 
     Parameters
     ----------
     upper : float64 array (N, N), C-contiguous
         Zero on and below the diagonal.
-    VT : float64 array (N, M), C-contiguous
-        The weights, one column per draw.
+    V : float64 array (M, N), C-contiguous
+        The weights, one row per draw.
     block : int
     out : float64 array (ceil(N / block), M)
     """
@@ -141,23 +142,24 @@ def upper_forms_blocks(upper, VT, block, out):
     for t in prange(2 * ((nb + 1) // 2)):
         k = t // 2 if t % 2 == 0 else nb - 1 - t // 2
         if t % 2 == 0 or k != t // 2:
-            _forms_block(upper, VT, block, k, out)
+            _forms_block(upper, V, block, k, out)
     return out
 
 
 @njit(cache=True)
-def _forms_block(upper, VT, block, k, out):
+def _forms_block(upper, V, block, k, out):
     """Block ``k`` of :func:`upper_forms_blocks` (compiled once, called from its loop)."""
     n = upper.shape[0]
-    M = VT.shape[1]
+    M = V.shape[0]
     a = k * block
     b = min(n, a + block)
-    P = np.empty((b - a, M))
-    gemm_nn_rows(upper[a:b, a:], VT[a:], P, 0.0)
+    PT = np.empty((M, b - a))
+    gemm_nt(V[:, a:], upper[a:b, a:], PT, 0.0)
     acc = out[k]
-    acc[:] = 0.0
-    for i in range(b - a):
-        w = VT[a + i]
-        p = P[i]
-        for m in range(M):
-            acc[m] += p[m] * w[m]
+    for m in range(M):
+        p = PT[m]
+        w = V[m, a:b]
+        s = 0.0
+        for i in range(b - a):
+            s += p[i] * w[i]
+        acc[m] = s
