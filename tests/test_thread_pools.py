@@ -133,3 +133,21 @@ def test_device_arrays_keep_the_callers_blas_threads(two_blas_threads):
     method(None, xps.asarray(np.zeros((3, 2))))
     method(None, np.zeros((3, 2)))
     assert seen == [2, 1]
+
+
+@pytest.mark.parametrize("m, k, n", [(3, 4, 5), (300, 80, 90), (1000, 100, 30)])
+def test_product_nt_equals_numpy_for_any_number_of_threads(m, k, n):
+    from skstein.discrepancy import POOLED_PRODUCT_MADDS, product_nt
+
+    rng = np.random.default_rng(m)
+    A, B = rng.standard_normal((m, k)), rng.standard_normal((n, k))
+    runs = []
+    for t in (1, 2):
+        with numba_threads(t):
+            runs.append(product_nt(A, B))
+    np.testing.assert_allclose(runs[0], A @ B.T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert runs[0].flags.c_contiguous
+    if m * k * n >= POOLED_PRODUCT_MADDS:  # the pooled path, on column blocks too
+        np.testing.assert_allclose(product_nt(A[:, 5:], B[:, 5:]), A[:, 5:] @ B[:, 5:].T,
+                                   rtol=1e-12, atol=1e-12)

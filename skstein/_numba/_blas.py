@@ -16,8 +16,10 @@ of them; the caller holds BLAS at one thread.
 import numpy as np
 from llvmlite import binding as ll
 from llvmlite import ir
-from numba import njit, types
+from numba import njit, prange, types
 from numba.extending import get_cython_function_address, intrinsic
+
+from ._jit import PARALLEL
 
 for _name in ("dgemm", "sgemm"):
     ll.add_symbol(f"skstein_{_name}",
@@ -74,3 +76,20 @@ def sgemm_nn(A, B, C, beta):
            _ptr(scal[0:]), _ptr(B), _ptr(ints[3:]), _ptr(A), _ptr(ints[4:]), _ptr(scal[1:]),
            _ptr(C), _ptr(ints[5:]))
 
+
+
+@njit(cache=True, parallel=PARALLEL)
+def gemm_nt_blocks(A, B, C, block):
+    r"""``C = A B^T`` in float64 by blocks of ``block`` rows of ``A``, on numba's threads.
+
+    Each block is one :func:`gemm_nt` call of the thread that owns it (the caller holds
+    BLAS at one thread), so a product that would otherwise need BLAS's own thread pool
+    runs on numba's. The blocks are fixed by ``block``, so the result does not depend
+    on the number of threads.
+    """
+    m = A.shape[0]
+    for t in prange((m + block - 1) // block):
+        a = t * block
+        b = min(m, a + block)
+        gemm_nt(A[a:b], B, C[a:b], 0.0)
+    return C
