@@ -23,7 +23,9 @@ the CPU (float64) and on the device (float64 and float32), and a plain PyTorch S
 step (cdist, RBF, two products, float32) as the reference.
 
 The p-values and decisions of each precision are compared with float64's; everything
-is written to ``OUT/gpu.json`` and printed.
+is written to ``OUT/gpu.json`` and printed. With ``--profile``, the host's own time per
+function of 20 sampler iterations on the device goes to ``OUT/sampler_host_profile.txt``
+(where an iteration's host work goes: Python, launches, waits).
 
 Run: ``SCIPY_ARRAY_API=1 python benchmarks/bench_gpu.py OUT [--ksdagg PATH] [--lib torch]
 [--profile]``; ``--lib torch --device cpu --quick`` is a smoke run without a GPU.
@@ -263,6 +265,9 @@ def bench_svgd(args, move, sync, rows):
             rows.append(dict(what="sampler", who=f"{cls.__name__}-{where}", dtype=dtype, n=n,
                              d=d, seconds_per_iteration=(t2 - t1) / 20))
             print(rows[-1], flush=True)
+            if args.profile and where == "gpu" and dtype == "float32":
+                host_profile(args.out, f"{cls.__name__}, 20 iterations, N = {n}, D = {d}, "
+                             "float32 on the device", lambda: (run(21), sync()))
     try:
         import torch
     except ImportError:
@@ -275,6 +280,23 @@ def bench_svgd(args, move, sync, rows):
     rows.append(dict(what="sampler", who="plain-torch-svgd-step-float32", n=n, d=d,
                      seconds_per_iteration=t))
     print(rows[-1], flush=True)
+
+
+def host_profile(out, title, fn):
+    """Append the host's own time per function of one call of ``fn`` (cProfile) to
+    ``OUT/sampler_host_profile.txt``: where a device iteration's host time goes."""
+    import cProfile
+    import io
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.enable()
+    fn()
+    prof.disable()
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(30)
+    with open(os.path.join(out, "sampler_host_profile.txt"), "a") as f:
+        f.write(f"== {title}\n{buf.getvalue()}\n")
 
 
 def strict_lib():
@@ -303,7 +325,9 @@ def main():
                     help="larger cases run once on the CPU (no warm-up, no repeats)")
     ap.add_argument("--profile", action="store_true",
                     help="PyTorch: write OUT/gpu_profile.txt, the device's time per operation "
-                         "on the largest and the smallest case, and the host's on the smallest")
+                         "on the largest and the smallest case, and the host's on the smallest; "
+                         "any library: OUT/sampler_host_profile.txt, the host's time of 20 "
+                         "sampler iterations on the device in float32")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     if args.quick:
