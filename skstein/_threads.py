@@ -73,7 +73,10 @@ def single_blas():
     """Run the enclosed block with one BLAS thread (the module docstring says why).
 
     Nested blocks are free: only the outermost one sets and restores the limit, and it
-    remembers the caller's thread count for :func:`caller_blas`.
+    remembers the caller's thread count for :func:`caller_blas`. OpenBLAS's count is
+    one setting of the process: threadpoolctl lets one Python thread at a time change
+    it (the others' changes do nothing until its block ends), so blocks running in
+    several Python threads never leave it changed, whatever order they end in.
     """
     if _CALLER_BLAS.get() is not None:
         yield

@@ -151,3 +151,30 @@ def test_product_nt_equals_numpy_for_any_number_of_threads(m, k, n):
     if m * k * n >= POOLED_PRODUCT_MADDS:  # the pooled path, on column blocks too
         np.testing.assert_allclose(product_nt(A[:, 5:], B[:, 5:]), A[:, 5:] @ B[:, 5:].T,
                                    rtol=1e-12, atol=1e-12)
+
+
+def test_single_blas_blocks_ending_out_of_order_in_threads_restore_the_count(
+        two_blas_threads):
+    # BLAS's thread count is one setting of the process; blocks of two Python threads
+    # that end in another order than they began must not leave it at one thread
+    import threading
+
+    inside = threading.Barrier(2)
+    first_out = threading.Event()
+
+    def first():
+        with single_blas():
+            inside.wait()
+        first_out.set()
+
+    def second():
+        with single_blas():
+            inside.wait()
+            first_out.wait()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert _blas_threads() == 2
