@@ -312,6 +312,7 @@ class _ParticleSampler(BaseEstimator):
         self._store_state(state)
         return self
 
+    @host_single_blas
     def move(self, X, n_iter=None):
         """Move the particles ``X`` with the fitted settings.
 
