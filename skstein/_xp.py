@@ -107,8 +107,9 @@ def to_host(a):
 def host_single_blas(fn=None, *, data=1):
     """Decorator: run ``fn`` in a :func:`~skstein._threads.single_blas` block unless its
     data argument (the positional argument at index ``data``: 1 for a method's ``X``, 0
-    for a function's) is a device array. Arrays of another Array API library (a GPU) compute there, where
-    OpenBLAS's threads do not matter, so their BLAS limits are left alone."""
+    for a function's) is a device array. Arrays of another Array API library (a GPU)
+    compute there, where OpenBLAS's threads do not matter, so their BLAS limits are
+    left alone."""
     if fn is None:
         return functools.partial(host_single_blas, data=data)
 

@@ -606,9 +606,10 @@ def product_nt(A, B):
     the products between the sliced passes (projections, Gram matrices of ``n`` points
     and ``m`` slices) would otherwise run on one core. The blocks (64 rows, a multiple
     of 64 beyond 4096 rows) depend on the shapes alone: the same numbers for any number
-    of threads (with OpenBLAS the same as one product, which blocks its rows by
-    multiples of 64 too). On the development machine, 1000 x 100 x 100 to 800 x 800 x 100
-    products took 1.0-1.2 times one BLAS call's time on one thread, 0.6-0.8 times on two.
+    of threads (with OpenBLAS, in every case tried, the same bits as one product;
+    16-row blocks were not). On the development machine, 1000 x 100 x 100 to
+    800 x 800 x 100 products took 1.0-1.2 times one BLAS call's time on one thread,
+    0.6-0.8 times on two.
     """
     A = np.ascontiguousarray(A, dtype=np.float64)
     B = np.ascontiguousarray(B, dtype=np.float64)

@@ -77,7 +77,6 @@ def sgemm_nn(A, B, C, beta):
            _ptr(C), _ptr(ints[5:]))
 
 
-
 @njit(cache=True, parallel=PARALLEL)
 def gemm_nt_blocks(A, B, C, block):
     r"""``C = A B^T`` in float64 by blocks of ``block`` rows of ``A``, on numba's threads.
