@@ -4,6 +4,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._jit import PARALLEL
+from .select import select_kth
 
 #: Squared distances below this fraction of ``|x_i|^2 + |x_j|^2`` are recomputed
 #: directly: there the Gram identity loses its relative accuracy.
@@ -57,14 +58,15 @@ SELECT_CHUNKS = 64
 
 @njit(cache=True)
 def _bracket(sample, p):
-    """``(lo, hi)`` around the fraction ``p`` of the sorted ``sample``: 4 binomial
-    standard deviations of the sample rank, plus 4 values, on each side."""
+    """``(lo, hi)`` around the fraction ``p`` of ``sample`` (reordered in place): its
+    order statistics 4 binomial standard deviations of the sample rank, plus 4 values,
+    on each side."""
     s = sample.size
     margin = 4.0 * np.sqrt(s * p * (1.0 - p)) + 4.0
     a = int(np.floor(p * s - margin))
     b = int(np.ceil(p * s + margin))
-    lo = sample[a] if a >= 0 else -np.inf
-    hi = sample[b] if b < s else np.inf
+    lo = select_kth(sample, a) if a >= 0 else -np.inf
+    hi = select_kth(sample, b) if b < s else np.inf
     return lo, hi
 
 
@@ -115,8 +117,8 @@ def select_ranks(d, ranks, out):
     reordering ``d``; False (``out`` unset) when a bracket misses.
 
     A sample of :data:`SELECT_SAMPLE` values at low-discrepancy positions (golden-ratio
-    steps, not aligned with any row structure of ``d``) is sorted and gives, for each
-    rank, a bracket ``[lo, hi]`` that holds it with overwhelming probability;
+    steps, not aligned with any row structure of ``d``) gives, for each rank, a bracket
+    ``[lo, hi]`` (two of its order statistics) that holds it with overwhelming probability;
     overlapping brackets merge, and at most two are handled (more: False). One
     parallel pass counts the values below and inside each, a second copies the inside
     ones, and a selection among those gives each value. The counts are integers and
@@ -137,7 +139,6 @@ def select_ranks(d, ranks, out):
         f = (t + 0.5) * _GOLDEN
         f -= np.floor(f)
         sample[t] = d[min(m - 1, int(f * m))]
-    sample.sort()
     nq = ranks.size
     # brackets of the ranks, merged where they overlap (ranks ascending): at most two
     lo = np.empty(2)
@@ -178,5 +179,5 @@ def select_ranks(d, ranks, out):
     for q in range(nq):
         cand = cand0 if group[q] == 0 else cand1
         k = ranks[q] - below[group[q]]
-        out[q] = np.partition(cand, k)[k]
+        out[q] = select_kth(cand, k)
     return True

@@ -40,6 +40,7 @@ from numba import njit, prange
 
 from ._jit import PARALLEL
 from .learning import pair_blocks, tile
+from .select import select_kth, select_pair
 from .sliced import fast_exp
 from .stein import MIN_BANDWIDTH, RBF, radial_profile
 
@@ -121,17 +122,6 @@ def _bracket_fill(T, r0, r1, lo, hi, out, pos):
 
 
 @njit(cache=True)
-def _order_pair(values, ka):
-    """The order statistics ``ka`` and ``ka + 1`` (0-based) of ``values`` (kept as is)."""
-    part = np.partition(values, ka)
-    a = part[ka]
-    b = a
-    if ka + 1 < values.size:
-        b = np.min(part[ka + 1:])
-    return a, b
-
-
-@njit(cache=True)
 def _median_upper_direct(T):
     """Median of ``t_ij``, ``i < j`` (of the positive ones if that is 0; 1 if none)."""
     n = T.shape[0]
@@ -144,14 +134,18 @@ def _median_upper_direct(T):
         for j in range(i + 1, n):
             buf[c] = T[i, j]
             c += 1
-    a, b = _order_pair(buf, (m - 1) // 2)  # np.partition works on a copy
+    a, b = select_pair(buf, (m - 1) // 2)
     med = a if m % 2 == 1 else 0.5 * a + 0.5 * b
     if med <= 0.0:
-        pos = buf[buf > 0.0]
-        if pos.size == 0:
+        npos = 0
+        for q in range(m):  # the positive values to the front (buf is a scratch copy)
+            if buf[q] > 0.0:
+                buf[npos] = buf[q]
+                npos += 1
+        if npos == 0:
             return 1.0
-        a, b = _order_pair(pos, (pos.size - 1) // 2)
-        med = a if pos.size % 2 == 1 else 0.5 * a + 0.5 * b
+        a, b = select_pair(buf[:npos], (npos - 1) // 2)
+        med = a if npos % 2 == 1 else 0.5 * a + 0.5 * b
     return med
 
 
@@ -185,8 +179,8 @@ def _median_bracket(T):
     q = cnt // 2
     a = max(0, q - w)
     b = min(cnt - 1, q + w)
-    part = np.partition(sample, b)
-    return np.partition(part[:b + 1], a)[a], part[b]
+    hi = select_kth(sample, b)
+    return select_kth(sample[:b], a) if a < b else hi, hi
 
 
 @njit(cache=True)
@@ -222,7 +216,7 @@ def _bracket_median(cand, start, inside, rank, even):
         for q in range(inside[b]):
             cand[pos] = cand[s + q]
             pos += 1
-    a, c = _order_pair(cand[:pos], rank)
+    a, c = select_pair(cand[:pos], rank)
     med = 0.5 * a + 0.5 * c if even else a
     return med if med > 0.0 else -1.0
 
