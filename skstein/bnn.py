@@ -15,7 +15,6 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from ._progress import check_verbose, progress_bar
 from ._random import as_generator
-from ._threads import blas_threads
 from ._validation import check_choice, check_positive_float, check_positive_int
 from .distributions.bnn import BNNPosterior, mixture_log_predictive
 from .svgd import SVGD, SlicedSVGD
@@ -260,9 +259,7 @@ class BNNRegressor(RegressorMixin, BaseEstimator):
             else:
                 sampler = SlicedSVGD(target, **common,
                                      **{"slices": "axes", **(self.sampler_params or {})})
-            # small products: one BLAS thread (more only contend with numba's)
-            with blas_threads(1):
-                sampler.fit(theta0)
+            sampler.fit(theta0)  # BLAS on one thread inside (skstein._threads)
         theta = np.array(sampler.particles_)
         if n_dev:
             theta[:, -2] = self._adjust_gamma(post, theta, X[dev], y[dev])

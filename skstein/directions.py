@@ -80,7 +80,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ._numba.directions import cubic_slice_moments
-from ._threads import blas_threads
+from ._threads import single_blas
 from ._random import as_generator
 from ._validation import (
     check_bool,
@@ -889,8 +889,8 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
                          batch_size=batch_size, orthogonal_slices=orthogonal_slices)
 
     # the matrix products of a step are small (m x n x d); one BLAS thread avoids the
-    # thread pools of BLAS and numba competing for the same cores
-    with blas_threads(1):
+    # thread pools of BLAS and numba competing for the same cores (skstein._threads)
+    with single_blas():
         if auto:
             # the Stein moments are estimates that improve with every point (a spike in
             # 50 dimensions stands out of 200 points, not of 150), so they use the whole

@@ -23,7 +23,7 @@ from scipy.linalg import blas
 from sklearn.utils.validation import check_array
 
 from ._docstrings import fill_doc
-from ._threads import blas_threads, caller_blas, numba_threads, single_blas
+from ._threads import caller_blas, numba_threads, single_blas
 from ._xp import host_single_blas, namespace_of, to_host
 from ._numba.sliced import IMQ as _SLICED_IMQ
 from ._numba.sliced import RBF as _SLICED_RBF
@@ -384,7 +384,7 @@ def _pooled_pass(Xc, S, nx, nsx, code, p0s, p1, d, scale, VT, max_memory):
     M = VT.shape[1] if forms_on else 1
     formpart = np.zeros((len(starts), M, L) if forms_on else (1, 1, 1))
     weights = VT if forms_on else np.zeros((1, 1), dtype=FORM_DTYPE)
-    with blas_threads(1):
+    with single_blas():
         stein_pass_blocks(code, p0s, p1, d, np.ascontiguousarray(Xc), np.ascontiguousarray(S),
                           nx, nsx, block, POOLED_CHUNK, scale, weights, forms_on, rowpart,
                           colpart, coloff, formpart)

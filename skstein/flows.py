@@ -9,7 +9,7 @@ import functools
 import numba
 import numpy as np
 
-from ._threads import blas_threads, numba_threads
+from ._threads import numba_threads, single_blas
 from ._numba.sliced import median_abs_diff_columns
 from ._numba.stein import kernel_params as _kernel_code
 from ._numba.learning import slice_chunks
@@ -61,7 +61,7 @@ def svgd_terms(X, S, kernel, bandwidth="median-log", kernel_params=None):
     squared distances the kernel pass forms anyway.
     """
     flow = SVGDFlow(X.shape, kernel, bandwidth, kernel_params)
-    with flow.threads():
+    with single_blas():
         drive, repulse = flow.terms(np.ascontiguousarray(X, dtype=np.float64),
                                     np.ascontiguousarray(S, dtype=np.float64))
     return drive.copy(), repulse.copy()
@@ -94,7 +94,7 @@ def svgd_direction(X, S, kernel="rbf", bandwidth="median-log", kernel_params=Non
     if sets_x.shape[0] > 1 and n * n < SERIAL_EVALUATIONS:
         # small sets, each a serial pass: the sets side by side on numba's threads
         return _direction_sets(flow, sets_x, sets_s).reshape(X.shape)
-    with flow.threads():
+    with single_blas():
         for b in range(sets_x.shape[0]):
             drive, repulse = flow.terms(np.ascontiguousarray(sets_x[b]),
                                         np.ascontiguousarray(sets_s[b]))
@@ -109,7 +109,7 @@ def _direction_sets(flow, X, S):
     nsets, n, d = X.shape
     X, S = np.ascontiguousarray(X), np.ascontiguousarray(S)
     drive, repulse = np.empty((nsets, n, d)), np.empty((nsets, n, d))
-    with flow.threads():
+    with single_blas():
         bad = svgd_field_sets(flow.code, flow.beta, flow.scale, flow.h, X, S,
                               np.empty((nsets, n, d)), np.empty((nsets, n)), np.ones(n),
                               np.empty((nsets, n, n)), drive, repulse)
@@ -159,10 +159,6 @@ class SVGDFlow:
         self.drive = np.empty((n, d))
         self.repulse = np.empty((n, d))
         self.bandwidth_ = None
-
-    def threads(self):
-        """Context manager: BLAS on one thread (numba's pool does the parallel work)."""
-        return blas_threads(1)
 
     def terms(self, X, S):
         """``(drive, repulse)``: the two sums of N times the direction (kept buffers).

@@ -13,7 +13,6 @@ one depends on all others), so the image of a point is not a function of that po
 settings (and, for :class:`SlicedSVGD`, starting from the learned directions).
 """
 
-import contextlib
 import functools
 import numbers
 import sys
@@ -25,7 +24,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._progress import check_verbose, progress_bar, verbosity
 from ._random import as_generator
-from ._threads import blas_threads
 from ._validation import (
     caller_stacklevel,
     check_choice,
@@ -179,9 +177,6 @@ class _ParticleSampler(BaseEstimator):
         self.history_every = history_every
         self.random_state = random_state
         self.verbose = verbose
-
-    def _threads(self, state):
-        return contextlib.nullcontext()
 
     def _check_params(self, target=True):
         if target:  # False where a score is given in its place (``direction``)
@@ -379,8 +374,7 @@ class _ParticleSampler(BaseEstimator):
                 "variance": []}
         name = type(self).__name__
         detail = verbosity(self.verbose) >= 2
-        with progress_bar(n_iter, verbose=self.verbose, desc=name) as bar, \
-                self._threads(state):
+        with progress_bar(n_iter, verbose=self.verbose, desc=name) as bar:
             for it in range(n_iter):
                 if it:
                     S = self._scores(score, X, False)
@@ -612,9 +606,6 @@ class SVGD(_ParticleSampler):
 
     def _init_state(self, X, warm, rng, S=None):
         return SVGDFlow(X.shape, self.kernel, self.bandwidth, self.kernel_params)
-
-    def _threads(self, flow):
-        return flow.threads()
 
     def _warm_state(self):
         return None
@@ -985,11 +976,6 @@ class SlicedSVGD(_ParticleSampler):
         state = {"G": G, "R": R, "axes": _is_identity(R), "adam": _Adam(G.shape), "med": None,
                  "value": np.nan, "ref": None, "updates": 0}
         return state
-
-    def _threads(self, state):
-        # the projections and the direction steps are small BLAS products between
-        # numba's passes: on one thread, BLAS's idle pool does not wait beside numba's
-        return blas_threads(1)
 
     def _warm_state(self):
         try:

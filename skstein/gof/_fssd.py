@@ -6,7 +6,6 @@ import numpy as np
 from scipy.optimize import minimize
 from sklearn.base import BaseEstimator
 
-from .._threads import blas_threads
 from .._random import as_generator
 from .._validation import (
     check_bool,
@@ -236,11 +235,10 @@ class FSSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
             return np.ascontiguousarray(x0[1:].reshape(J, d)), float(np.exp(x0[0])), crit, 0
         # a small problem: waking BLAS threads at every L-BFGS-B step costs more than the
         # step (measured on 2 cores: an FSSD-opt test at n = 300, D = 2 took 68 ms, 15 ms
-        # with one BLAS thread)
-        with blas_threads(1):
-            res = minimize(objective, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                           options={"maxiter": int(self.max_iter), "ftol": float(self.tol),
-                                    "gtol": 1e-7})
+        # with one BLAS thread); fit and test hold BLAS at one thread (skstein._threads)
+        res = minimize(objective, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                       options={"maxiter": int(self.max_iter), "ftol": float(self.tol),
+                                "gtol": 1e-7})
         x = res.x
         return (np.ascontiguousarray(x[1:].reshape(J, d)), float(np.exp(x[0])), float(-res.fun),
                 int(res.nit))

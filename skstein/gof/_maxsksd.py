@@ -11,7 +11,6 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from .._bootstrap import bootstrap_pvalue, bootstrap_threshold, bootstrap_weights
-from .._threads import blas_threads
 from .._xp import host_single_blas
 from .._random import as_generator
 from .._result import GOFTestResult
@@ -653,12 +652,11 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         if median and (h is None or self.n_iter_ % every == 0):
             h = resolve_sliced_bandwidth(X @ G.T, self.bandwidth, random_state=state["rng"])
         learn_r = self.variant == "rg"
-        with blas_threads(1):
-            _, gG, gR = sliced_value_and_grad(X, S, G, R, h, kernel=self.kernel,
-                                              kernel_params=self.kernel_params,
-                                              grad_slices=learn_r)
-            G, R = _ascent_step(G, R, gG, gR if learn_r else None, state["opt_g"],
-                                state["opt_r"], lr, orthogonal)
+        _, gG, gR = sliced_value_and_grad(X, S, G, R, h, kernel=self.kernel,
+                                          kernel_params=self.kernel_params,
+                                          grad_slices=learn_r)
+        G, R = _ascent_step(G, R, gG, gR if learn_r else None, state["opt_g"],
+                            state["opt_r"], lr, orthogonal)
         state["G"], state["R"], state["h"] = G, R, h
         if white is not None:
             G, R, h = _from_whitened(G, R, h, *white)
