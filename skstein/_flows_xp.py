@@ -26,7 +26,7 @@ import numpy as np
 
 from ._xp import is_device_array, to_host
 
-__all__ = ["svgd_terms_xp", "sliced_svgd_terms_xp", "median_squared_distance_xp",
+__all__ = ["SVGDTermsXp", "sliced_svgd_terms_xp", "median_squared_distance_xp",
            "SLICE_BLOCK_BYTES", "SLICE_DEVICE_BYTES"]
 
 #: Memory budget of one block of slices of the sliced field (``N x N x b`` float64).
@@ -43,18 +43,19 @@ def _device(a):
     return array_api_compat.device(a)
 
 
-def median_squared_distance_xp(xp, T):
+def median_squared_distance_xp(xp, T, one=None):
     """Median of ``T[i, j]``, ``i < j`` (of the positive ones if that is 0; 1 if none).
 
     ``T`` is an ``(N, N)`` array of squared distances with a zero diagonal; the value
     is a 0-d array of its namespace, computed without a transfer to the host. Sorted,
     the off-diagonal entries are each pair's value twice, after the ``N`` diagonal
     zeros, so the two middle entries of that doubled list (or of its positive part)
-    are the middle values of the pairs themselves.
+    are the middle values of the pairs themselves. ``one``: the 0-d array 1 of ``T``'s
+    dtype and device, where the caller keeps one.
     """
     n = T.shape[0]
-    dev = _device(T)
-    one = xp.asarray(1.0, dtype=T.dtype, device=dev)
+    if one is None:
+        one = xp.asarray(1.0, dtype=T.dtype, device=_device(T))
     if n < 2:
         return one
     d = xp.sort(xp.reshape(T, (n * n,)))[n:]
@@ -69,37 +70,55 @@ def median_squared_distance_xp(xp, T):
     return xp.where(med > 0.0, med, pos)
 
 
-def svgd_terms_xp(xp, X, S, code, beta, scale, h, min_bandwidth):
-    """``(drive, repulse, h)``: the two sums of N times the SVGD direction, and h.
+class SVGDTermsXp:
+    """The SVGD sums for one run of particles of a fixed shape, dtype and device.
 
-    ``h <= 0`` takes ``scale`` times the median distance (see the module docstring),
-    at least ``min_bandwidth``; h is then a 0-d array of the namespace.
+    Made once per run: the constants every iteration needs (the diagonal's mask, 0,
+    1 and the bandwidth floor as arrays of the device) are made here, not at each
+    iteration, where each would be one more call into the library (on a GPU, a
+    launch or a transfer).
+
+    ``terms(X, S)`` gives ``(drive, repulse, h)``: the two sums of N times the SVGD
+    direction, and h. ``h <= 0`` takes ``scale`` times the median distance (see the
+    module docstring), at least ``min_bandwidth``; h is then a 0-d array of the
+    namespace.
     """
-    n = X.shape[0]
-    dev = _device(X)
-    scale, h, beta = float(scale), float(h), float(beta)  # Python floats mix with any xp
-    Xc = X - xp.mean(X, axis=0)
-    nx = xp.sum(Xc * Xc, axis=1)
-    T = (nx[:, None] + nx[None, :]) - 2.0 * (Xc @ Xc.T)
-    idx = xp.arange(n, device=dev)
-    zero = xp.asarray(0.0, dtype=X.dtype, device=dev)
-    T = xp.where(idx[:, None] == idx[None, :], zero, xp.maximum(T, zero))
-    if h <= 0.0:
-        # a 0-d array: the bandwidth stays on the device (no wait for it per iteration)
-        h = xp.maximum(xp.sqrt(median_squared_distance_xp(xp, T)) * scale,
-                       xp.asarray(min_bandwidth, dtype=T.dtype, device=dev))
-    inv = (1.0 / h) / h
-    if code == RBF:
-        p0 = 0.5 * inv
-        K = xp.exp(-T * p0)
-        rows = xp.sum(K, axis=1)
-        repulse = (2.0 * p0) * (rows[:, None] * Xc - K @ Xc)
-    else:
-        base = 1.0 + T * inv
-        K = 1.0 / xp.sqrt(base) if beta == -0.5 else base ** beta
-        K1 = (beta * inv) * K / base
-        repulse = 2.0 * (K1 @ Xc - xp.sum(K1, axis=1)[:, None] * Xc)
-    return K @ S, repulse, h
+
+    def __init__(self, xp, X, code, beta, scale, h, min_bandwidth):
+        n = X.shape[0]
+        dev = _device(X)
+        self.xp, self.code = xp, code
+        # Python floats mix with any namespace's arrays
+        self.beta, self.scale, self.h = float(beta), float(scale), float(h)
+        idx = xp.arange(n, device=dev)
+        self.diagonal = idx[:, None] == idx[None, :]
+        self.zero = xp.asarray(0.0, dtype=X.dtype, device=dev)
+        self.one = xp.asarray(1.0, dtype=X.dtype, device=dev)
+        self.floor = xp.asarray(min_bandwidth, dtype=X.dtype, device=dev)
+
+    def terms(self, X, S):
+        xp, beta = self.xp, self.beta
+        Xc = X - xp.mean(X, axis=0)
+        nx = xp.sum(Xc * Xc, axis=1)
+        T = (nx[:, None] + nx[None, :]) - 2.0 * (Xc @ Xc.T)
+        T = xp.where(self.diagonal, self.zero, xp.maximum(T, self.zero))
+        h = self.h
+        if h <= 0.0:
+            # a 0-d array: the bandwidth stays on the device (no wait for it per iteration)
+            h = xp.maximum(xp.sqrt(median_squared_distance_xp(xp, T, self.one)) * self.scale,
+                           self.floor)
+        inv = (1.0 / h) / h
+        if self.code == RBF:
+            p0 = 0.5 * inv
+            K = xp.exp(-T * p0)
+            rows = xp.sum(K, axis=1)
+            repulse = (2.0 * p0) * (rows[:, None] * Xc - K @ Xc)
+        else:
+            base = 1.0 + T * inv
+            K = 1.0 / xp.sqrt(base) if beta == -0.5 else base ** beta
+            K1 = (beta * inv) * K / base
+            repulse = 2.0 * (K1 @ Xc - xp.sum(K1, axis=1)[:, None] * Xc)
+        return K @ S, repulse, h
 
 
 def sliced_svgd_terms_xp(xp, U, S, gdiag, p0, code, beta, budget=None):

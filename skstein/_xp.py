@@ -18,7 +18,7 @@ import numpy as np
 from ._threads import holding_blas, single_blas
 
 __all__ = ["array_api_dispatch", "namespace_of", "to_host", "check_same_namespace",
-           "is_device_array", "host_single_blas"]
+           "is_device_array", "waits_for_device", "host_single_blas"]
 
 
 def array_api_dispatch():
@@ -35,6 +35,17 @@ def is_device_array(a):
     import array_api_compat
 
     return array_api_compat.is_array_api_obj(a) and not array_api_compat.is_numpy_array(a)
+
+
+def waits_for_device(a):
+    """Whether reading a value of ``a`` on the host waits for another device: an array
+    of an Array API library whose device is not the CPU (a GPU; ``array-api-strict``'s
+    test devices count as such)."""
+    if not is_device_array(a):
+        return False
+    import array_api_compat
+
+    return "cpu" not in str(array_api_compat.device(a)).lower()
 
 
 def _describe(a):
@@ -101,6 +112,10 @@ def to_host(a):
         return a.detach().cpu().numpy()
     if array_api_compat.is_cupy_array(a):
         return a.get()
+    xp = array_api_compat.array_namespace(a)
+    if array_api_compat.is_array_api_strict_namespace(xp):
+        # its test devices stand for a GPU: their arrays reach NumPy through the CPU's
+        a = xp.asarray(a, device=xp.Device("CPU_DEVICE"))
     return np.asarray(a)
 
 

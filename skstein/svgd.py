@@ -13,6 +13,7 @@ one depends on all others), so the image of a point is not a function of that po
 settings (and, for :class:`SlicedSVGD`, starting from the learned directions).
 """
 
+import copy
 import functools
 import numbers
 import sys
@@ -43,9 +44,9 @@ from .discrepancy import (
     stein_sums,
 )
 from .directions import _Adam, _tangent_unit_rows, _unit_rows
-from ._flows_xp import sliced_svgd_terms_xp, svgd_terms_xp
+from ._flows_xp import SVGDTermsXp, sliced_svgd_terms_xp
 from ._xp import (check_same_namespace, host_single_blas, is_device_array, namespace_of,
-                  to_host)
+                  to_host, waits_for_device)
 from ._xp_stein import xp_check_score_finite, xp_evaluate_score
 from .flows import (
     SVGDFlow,
@@ -73,6 +74,10 @@ OPTIMIZERS = ("sgd", "adagrad", "adam")
 _MAX_SQUARABLE = float(np.sqrt(np.finfo(np.float64).max))
 #: Particles beyond this magnitude have diverged (their squared distances would overflow).
 _DIVERGED = 1e150
+#: On an accelerator, the particles are checked every this many iterations (and at each
+#: recorded one): each check waits for the device, and between checks the host queues
+#: the next iterations' work while the device runs.
+DEVICE_CHECK_EVERY = 16
 BANDWIDTHS = ("median", "median-log")
 #: the slice rules of :class:`SlicedSVGD`
 SLICE_RULES = ("auto", "axes", "score")
@@ -413,12 +418,20 @@ class _ParticleSampler(BaseEstimator):
         """:meth:`_run` with an Array API namespace: particles, scores and the update on
         the device of ``Xd``; ``X`` is its validated host copy (for the bookkeeping
         that runs on the host: history records, direction updates of SlicedSVGD).
+
+        Reading a value on the host waits for the device, so on an accelerator
+        (:func:`~skstein._xp.waits_for_device`) the check of the moved particles runs
+        at recorded iterations and every :data:`DEVICE_CHECK_EVERY` iterations, not at
+        each: the host queues the next iterations meanwhile. When a check fails, the
+        iterations since the last good one run again, checked one by one, so the
+        error names the iteration and its cause as the one-by-one check does.
         """
         n_iter = self.n_iter if n_iter is None else n_iter
         score = resolve_score(self.target, "target")
         import array_api_compat
 
         dev = array_api_compat.device(Xd)
+        every = DEVICE_CHECK_EVERY if waits_for_device(Xd) else 1
         # float32 particles stay float32 (a device's fast precision); others float64
         Xd = xp.astype(Xd, Xd.dtype if Xd.dtype == xp.float32 else xp.float64, copy=True)
         state = self._init_state_xp(xp, Xd, X, warm, rng, score)
@@ -426,27 +439,46 @@ class _ParticleSampler(BaseEstimator):
         hist = {"iteration": [], "step_norm": [], "discrepancy": [], "repulsive_force": [],
                 "variance": []}
         n = X.shape[0]
-        for it in range(n_iter):
-            # one wait for the device per iteration: the check of the moved particles
-            # below; a non-finite score or step is found (and named) when it fails
-            S = xp_evaluate_score(score, Xd, xp, "target", check_finite=False)
-            drive, repulse = self._terms_xp(xp, Xd, S, state, it, rng)
-            if it < self.repulsion_warmup:
-                repulse = repulse * self._repulsion_weight(it)
-            record = it % self.history_every == 0 or it == n_iter - 1
-            if record:
-                Xh, Sh = to_host(Xd), to_host(S)
-                hist["iteration"].append(it)
-                hist["discrepancy"].append(self._discrepancy(Xh, Sh, state, history=True))
-                hist["repulsive_force"].append(
-                    float(np.mean(np.linalg.norm(to_host(repulse) / n, axis=1))))
-                hist["variance"].append(
-                    float(np.mean(Xh.var(axis=0, ddof=1))) if n > 1 else float("nan"))
-            step = opt.step((drive + repulse) / n)
-            if record:
-                hist["step_norm"].append(float(np.mean(np.linalg.norm(to_host(step), axis=1))))
-            Xd = Xd + step
-            if not float(xp.max(xp.abs(Xd))) < _DIVERGED:
+        it, good = 0, None
+        while it < n_iter:
+            if every > 1 and good is None:
+                # what the iterations from here change, kept until the next check passes
+                good = (it, Xd, opt.snapshot(), self._snapshot_state(state),
+                        rng.bit_generator.state, {k: len(v) for k, v in hist.items()})
+            try:
+                S = xp_evaluate_score(score, Xd, xp, "target", check_finite=False)
+                drive, repulse = self._terms_xp(xp, Xd, S, state, it, rng)
+                if it < self.repulsion_warmup:
+                    repulse = repulse * self._repulsion_weight(it)
+                record = it % self.history_every == 0 or it == n_iter - 1
+                if record:
+                    Xh, Sh = to_host(Xd), to_host(S)
+                    hist["iteration"].append(it)
+                    hist["discrepancy"].append(self._discrepancy(Xh, Sh, state, history=True))
+                    hist["repulsive_force"].append(
+                        float(np.mean(np.linalg.norm(to_host(repulse) / n, axis=1))))
+                    hist["variance"].append(
+                        float(np.mean(Xh.var(axis=0, ddof=1))) if n > 1 else float("nan"))
+                step = opt.step((drive + repulse) / n)
+                if record:
+                    hist["step_norm"].append(
+                        float(np.mean(np.linalg.norm(to_host(step), axis=1))))
+                Xd = Xd + step
+                checked = every == 1 or record or it + 1 - good[0] >= every \
+                    or it == n_iter - 1
+                diverged = checked and not float(xp.max(xp.abs(Xd))) < _DIVERGED
+            except (ValueError, FloatingPointError):
+                if every == 1:
+                    raise
+                diverged = True  # found by an unchecked iteration's host work
+            if diverged:
+                if every > 1:  # run the iterations since the last good check one by one
+                    it, Xd, kept, state, rng.bit_generator.state, lengths = good
+                    opt.restore(kept)
+                    for k, v in hist.items():
+                        del v[lengths[k]:]
+                    every = 1
+                    continue
                 xp_check_score_finite(S, xp, "target")
                 opt.check_finite()
                 raise ValueError(
@@ -454,8 +486,15 @@ class _ParticleSampler(BaseEstimator):
                     f"{_DIVERGED:g} or not finite): the step (step_size="
                     f"{self.step_size!r}, optimizer={self.optimizer!r}) is too large "
                     "for the target's scores, or they are too large for float64.")
+            if checked:
+                good = None
+            it += 1
         history = {k: np.asarray(v) for k, v in hist.items()}
         return Xd, n_iter, history, self._host_state(xp, state, dev)
+
+    def _snapshot_state(self, state):
+        """A copy of the run's state that later iterations leave alone (:meth:`_run_xp`)."""
+        return state
 
 
 class _OptimizerXp(_Optimizer):
@@ -466,6 +505,13 @@ class _OptimizerXp(_Optimizer):
         self.v = None
         self.m = None
         self.last = None
+
+    def snapshot(self):
+        """The step rule's state (its arrays are replaced, never changed in place)."""
+        return self.t, self.v, self.m, self.last
+
+    def restore(self, kept):
+        self.t, self.v, self.m, self.last = kept
 
     def check_finite(self):
         """The host's check of the last field's squares (:meth:`_check_squarable`), run
@@ -619,11 +665,13 @@ class SVGD(_ParticleSampler):
     def _init_state_xp(self, xp, Xd, X, warm, rng, score):
         code, beta = kernel_code(self.kernel, self.kernel_params)
         if isinstance(self.bandwidth, str):
-            return code, beta, bandwidth_scale(self.bandwidth, X.shape[0]), 0.0
-        return code, beta, 1.0, float(self.bandwidth)
+            scale, h = bandwidth_scale(self.bandwidth, X.shape[0]), 0.0
+        else:
+            scale, h = 1.0, float(self.bandwidth)
+        return SVGDTermsXp(xp, Xd, code, beta, scale, h, MIN_BANDWIDTH)
 
     def _terms_xp(self, xp, X, S, state, it, rng):
-        drive, repulse, _ = svgd_terms_xp(xp, X, S, *state, MIN_BANDWIDTH)
+        drive, repulse, _ = state.terms(X, S)
         return drive, repulse
 
     def _host_state(self, xp, state, device):
@@ -1131,30 +1179,42 @@ class SlicedSVGD(_ParticleSampler):
                 state["ref"] = Xh.copy()
                 state["updates"] += 1
         G, R = state["G"], state["R"]
-        rule = self.bandwidth if isinstance(self.bandwidth, str) else "median"
-        if n < 2:
-            h = np.ones(d)
-        elif isinstance(self.bandwidth, str) and state["med"] is None:
-            h = self._bandwidths(to_host(X) if Xh is None else Xh, state, rule)
-        else:
-            h = self._bandwidths(X, state, rule)
+        kept = state.get("device")
+        if kept is None or kept[0] is not G or kept[1] is not state["med"]:
+            # the directions and bandwidths change every few iterations only: their
+            # device copies are made then, not at every iteration
+            rule = self.bandwidth if isinstance(self.bandwidth, str) else "median"
+            if n < 2:
+                h = np.ones(d)
+            elif isinstance(self.bandwidth, str) and state["med"] is None:
+                h = self._bandwidths(to_host(X) if Xh is None else Xh, state, rule)
+            else:
+                h = self._bandwidths(X, state, rule)
+            code, _ = kernel_code(self.kernel, self.kernel_params)
+            p0 = 0.5 * inverse_square(h) if code == 0 else inverse_square(h)
+
+            def put(a):
+                return xp.asarray(np.ascontiguousarray(a), dtype=X.dtype, device=dev)
+
+            Gr = G if state["axes"] else G @ R.T
+            kept = (G, state["med"], put(Gr.T), put(np.diag(Gr)), put(p0),
+                    None if state["axes"] else put(R))
+            state["device"] = kept
+        _, _, GrT, gdiag, p0, Rd = kept
         code, beta = kernel_code(self.kernel, self.kernel_params)
-        p0 = 0.5 * inverse_square(h) if code == 0 else inverse_square(h)
-
-        def put(a):
-            return xp.asarray(np.ascontiguousarray(a), dtype=X.dtype, device=dev)
-
-        if state["axes"]:
-            return sliced_svgd_terms_xp(xp, X @ put(G.T), S, put(np.diag(G)), put(p0), code,
-                                        beta)
-        Rd = put(R)
-        Gr = G @ R.T
-        drive, repulse = sliced_svgd_terms_xp(xp, (X @ Rd.T) @ put(Gr.T), S @ Rd.T,
-                                              put(np.diag(Gr)), put(p0), code, beta)
+        if Rd is None:
+            return sliced_svgd_terms_xp(xp, X @ GrT, S, gdiag, p0, code, beta)
+        drive, repulse = sliced_svgd_terms_xp(xp, (X @ Rd.T) @ GrT, S @ Rd.T, gdiag, p0,
+                                              code, beta)
         return drive @ Rd, repulse @ Rd
+
+    def _snapshot_state(self, state):
+        # the device copies of the directions are remade from the host's
+        return {k: copy.deepcopy(v) for k, v in state.items() if k != "device"}
 
     def _host_state(self, xp, state, device):
         state = dict(state)
+        state.pop("device", None)
         state["G"] = xp.asarray(state["G"], device=device)
         state["R"] = xp.asarray(state["R"], device=device)
         return state

@@ -307,6 +307,20 @@ def test_quantile_abs_diff_columns_against_numpy(n, q):
         assert got[k] == want
 
 
+@pytest.mark.parametrize("n", [5, 200])
+def test_column_medians_refuse_non_finite_values(n):
+    # their bisections on the value would never end on a NaN
+    from skstein._numba.sliced import median_abs_diff_columns, quantile_abs_diff_columns
+
+    U = np.random.default_rng(0).standard_normal((n, 3))
+    for bad in (np.nan, np.inf):
+        U[1, 2] = bad
+        with pytest.raises(ValueError, match="not finite"):
+            median_abs_diff_columns(U, np.empty(3))
+        with pytest.raises(ValueError, match="not finite"):
+            quantile_abs_diff_columns(U, 0.5, np.empty(3))
+
+
 def test_median_abs_diff_columns_rank_search_paths():
     # the rank search ends by a count that splits the two middle ranks, by an isolated
     # pair of ranks, or on adjacent floats (all differences in the bracket equal)

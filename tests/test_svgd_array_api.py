@@ -158,3 +158,74 @@ def test_stein_sums_of_float32_equal_those_of_float64():
     a = stein_sums(X, S, RBF(1.0))
     b = stein_sums(X.astype(np.float64), S.astype(np.float64), RBF(1.0))
     assert a.offdiag_sum == b.offdiag_sum
+
+
+def _on(device):
+    """A score of N(mu, AR1) that makes its constants on the particles' device."""
+    prec = np.linalg.inv(AR1)
+
+    def score(X):
+        if isinstance(X, np.ndarray):
+            return -(X - MU) @ prec
+        return -(X - xps.asarray(MU, device=X.device)) @ xps.asarray(prec, device=X.device)
+
+    return score
+
+
+@pytest.mark.parametrize("cls,kw", [
+    (SVGD, {}),
+    (SlicedSVGD, dict(slice_update_tol=0.0, slice_update_every=7, bandwidth_every=5)),
+], ids=["svgd", "sliced"])
+def test_checks_every_few_iterations_on_a_device(dispatch, cls, kw):
+    # array-api-strict's "device1" stands for a GPU: the particles are checked every
+    # DEVICE_CHECK_EVERY iterations (and at recorded ones) instead of at each
+    from skstein.svgd import DEVICE_CHECK_EVERY
+
+    dev = xps.Device("device1")
+    X0 = np.random.default_rng(3).standard_normal((30, 4)) + 1.0
+    n_iter = 2 * DEVICE_CHECK_EVERY + 3
+    a = cls(_on(dev), n_iter=n_iter, history_every=11, **kw).fit(X0)
+    b = cls(_on(dev), n_iter=n_iter, history_every=11, **kw).fit(xps.asarray(X0, device=dev))
+    assert b.particles_.device == dev
+    from skstein._xp import to_host
+
+    np.testing.assert_allclose(to_host(b.particles_), a.particles_, rtol=1e-10, atol=1e-10)
+    np.testing.assert_array_equal(b.history_["iteration"], a.history_["iteration"])
+    np.testing.assert_allclose(b.history_["discrepancy"], a.history_["discrepancy"],
+                               rtol=1e-9)
+    if cls is SlicedSVGD:
+        assert b.n_direction_updates_ == a.n_direction_updates_
+
+
+@pytest.mark.parametrize("cls", [SVGD, SlicedSVGD])
+def test_deferred_checks_name_the_iteration_and_the_cause(dispatch, cls):
+    # a check that fails runs the iterations since the last good one again, one by
+    # one: the error is the one the CPU path raises, at the same iteration
+    import re
+
+    dev = xps.Device("device1")
+    X0 = np.random.default_rng(0).standard_normal((50, 2))
+    est = cls(lambda X: 10.0 * X, n_iter=60, step_size=1e6, optimizer="sgd",
+              history_every=1000)
+    with pytest.raises(ValueError) as cpu, np.errstate(all="ignore"):
+        est.fit(X0)
+    with pytest.raises(ValueError) as gpu, np.errstate(all="ignore"):
+        est.fit(xps.asarray(X0, device=dev))
+    assert str(gpu.value) == str(cpu.value)
+    if cls is SVGD:
+        at = re.search(r"diverged at iteration (\d+)", str(cpu.value)).group(1)
+        assert 0 < int(at) < 60
+
+    # a score that turns non-finite at iteration 20, between two checks
+    calls = []
+
+    def score(X):
+        calls.append(1)
+        out = -X
+        if len(calls) > 20:
+            out = out * xps.asarray(float("nan"), device=X.device)
+        return out
+
+    with pytest.raises(ValueError, match="score of target is not finite at 50"), \
+            np.errstate(all="ignore"):
+        cls(score, n_iter=40, history_every=1000).fit(xps.asarray(X0, device=dev))

@@ -575,6 +575,7 @@ def median_abs_diff_columns(U, out):
     U : float64 (n, m)
     out : float64 (m,)
     """
+    _check_finite_columns(U)
     n = U.shape[0]
     if n * (n - 1) // 2 <= LISTED_PAIRS:
         return _median_listed_columns(np.ascontiguousarray(U, dtype=np.float64), out)
@@ -595,7 +596,15 @@ def quantile_abs_diff_columns(U, q, out):
     q : float in (0, 1]
     out : float64 (m,)
     """
+    _check_finite_columns(U)
     return _quantile_sorted_rows(_sorted_columns(U), float(q), out)
+
+
+def _check_finite_columns(U):
+    """The bisections on the value never end on a NaN: raise for non-finite values."""
+    if not np.isfinite(U).all():
+        raise ValueError("the projections of the particles or sample are not finite: "
+                         "their median distances are undefined.")
 
 
 def _sorted_columns(U):
