@@ -74,3 +74,20 @@ def test_cli_demo_and_list(tmp_path, capsys):
     proc = subprocess.run([sys.executable, "-m", "skstein", "reproduce", "--list"],
                           capture_output=True, text=True, check=True)
     assert "gof-gaussian" in proc.stdout
+
+
+def test_demo_compiles_cold_families_in_another_process(monkeypatch):
+    import os
+
+    import skstein.precompile
+    from skstein.cli import _compile_in_background
+
+    monkeypatch.setattr(skstein.precompile, "cold_families", lambda families: [])
+    assert _compile_in_background(["discrete"]) is None  # all cached: nothing to start
+    monkeypatch.setattr(skstein.precompile, "cold_families", lambda families: list(families))
+    proc = _compile_in_background(["discrete"])
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if (cores or 1) < 2:
+        assert proc is None  # one core: the caller compiles, as before
+    else:
+        assert proc.wait(timeout=300) == 0
