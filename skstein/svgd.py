@@ -47,7 +47,7 @@ from .directions import _Adam, _tangent_unit_rows, _unit_rows
 from ._flows_xp import SVGDTermsXp, sliced_svgd_terms_xp
 from ._xp import (check_same_namespace, host_single_blas, is_device_array, namespace_of,
                   to_host, waits_for_device)
-from ._xp_stein import xp_check_score_finite, xp_evaluate_score
+from ._xp_stein import xp_check_score_finite, xp_evaluate_score, xp_sums_and_forms
 from .flows import (
     SVGDFlow,
     adagrad_update,
@@ -451,18 +451,15 @@ class _ParticleSampler(BaseEstimator):
                 if it < self.repulsion_warmup:
                     repulse = repulse * self._repulsion_weight(it)
                 record = it % self.history_every == 0 or it == n_iter - 1
-                if record:
-                    Xh, Sh = to_host(Xd), to_host(S)
+                if record:  # values read off the device, not its arrays
                     hist["iteration"].append(it)
-                    hist["discrepancy"].append(self._discrepancy(Xh, Sh, state, history=True))
-                    hist["repulsive_force"].append(
-                        float(np.mean(np.linalg.norm(to_host(repulse) / n, axis=1))))
-                    hist["variance"].append(
-                        float(np.mean(Xh.var(axis=0, ddof=1))) if n > 1 else float("nan"))
+                    hist["discrepancy"].append(self._history_discrepancy_xp(xp, Xd, S, state))
+                    hist["repulsive_force"].append(_mean_row_norm(xp, repulse) / n)
+                    hist["variance"].append(float(xp.mean(xp.var(Xd, axis=0, correction=1)))
+                                            if n > 1 else float("nan"))
                 step = opt.step((drive + repulse) / n)
                 if record:
-                    hist["step_norm"].append(
-                        float(np.mean(np.linalg.norm(to_host(step), axis=1))))
+                    hist["step_norm"].append(_mean_row_norm(xp, step))
                 Xd = Xd + step
                 checked = every == 1 or record or it + 1 - good[0] >= every \
                     or it == n_iter - 1
@@ -495,6 +492,23 @@ class _ParticleSampler(BaseEstimator):
     def _snapshot_state(self, state):
         """A copy of the run's state that later iterations leave alone (:meth:`_run_xp`)."""
         return state
+
+    def _history_discrepancy_xp(self, xp, X, S, state):
+        """The history's discrepancy of device particles: by default on host copies."""
+        return self._discrepancy(to_host(X), to_host(S), state, history=True)
+
+
+def _mean_row_norm(xp, A):
+    """Mean Euclidean norm of the rows of ``A``, a float read off its device."""
+    return float(xp.mean(xp.sqrt(xp.sum(A * A, axis=1))))
+
+
+def _supports_float64(xp, device):
+    """Whether ``xp`` has float64 arrays on ``device`` (some GPUs' libraries do not)."""
+    try:
+        return "float64" in xp.__array_namespace_info__().dtypes(device=device)
+    except Exception:  # a library without the inspection API: assume it has float64
+        return True
 
 
 class _OptimizerXp(_Optimizer):
@@ -684,6 +698,22 @@ class SVGD(_ParticleSampler):
             return float("nan")
         kern = make_kernel("rbf", median_bandwidth(X, max_points=1000))
         return float(stein_sums(X, S, kern).statistic("u"))
+
+    def _history_discrepancy_xp(self, xp, X, S, state):
+        """:meth:`_discrepancy` on the device of ``X``, in float64 (the host's precision):
+        the median bandwidth and the Stein sums of the Array API engine, one float read
+        back. Arrays on the CPU (the compiled pass is faster there) and devices without
+        float64 take host copies."""
+        import array_api_compat
+
+        if not (waits_for_device(X) and _supports_float64(xp, array_api_compat.device(X))):
+            return super()._history_discrepancy_xp(xp, X, S, state)
+        if X.shape[0] < 2 or bool(xp.all(X == X[0:1, :])):
+            return float("nan")
+        X, S = xp.astype(X, xp.float64), xp.astype(S, xp.float64)
+        kern = make_kernel("rbf", median_bandwidth(X, max_points=1000))
+        sums, _ = xp_sums_and_forms(X, S, [kern], None)
+        return float(sums[0].statistic("u"))
 
 
 def score_frame(S):
