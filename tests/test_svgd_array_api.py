@@ -231,3 +231,39 @@ def test_deferred_checks_name_the_iteration_and_the_cause(dispatch, cls):
     with pytest.raises(ValueError, match="score of target is not finite at 50"), \
             np.errstate(all="ignore"):
         cls(score, n_iter=40, history_every=1000).fit(xps.asarray(X0, device=dev))
+
+
+@pytest.mark.parametrize("code,beta", [(0, -0.5), (1, -0.5), (1, -0.3)],
+                         ids=["rbf", "imq", "imq-beta"])
+def test_sliced_terms_by_batched_products_equal_the_double_loop(code, beta):
+    # the kernels of a block of slices as one (b, N, N) array, the sums as batched
+    # products on projections centred per slice: against the obvious loops, with
+    # projections far from 0 and blocks of 2 slices
+    from skstein._flows_xp import sliced_svgd_terms_xp
+
+    rng = np.random.default_rng(7)
+    n, m = 9, 5
+    U = rng.standard_normal((n, m)) * 2.0 + 50.0
+    S = rng.standard_normal((n, m))
+    g = rng.uniform(0.2, 1.0, m)
+    p0 = rng.uniform(0.1, 2.0, m)
+    drive = np.zeros((n, m))
+    repulse = np.zeros((n, m))
+    for i in range(n):
+        for d in range(m):
+            for j in range(n):
+                diff = U[j, d] - U[i, d]
+                t = diff * diff
+                if code == 0:
+                    k = np.exp(-p0[d] * t)
+                    k1 = -p0[d] * k
+                else:
+                    k = (1.0 + p0[d] * t) ** beta
+                    k1 = beta * p0[d] * (1.0 + p0[d] * t) ** (beta - 1.0)
+                drive[i, d] += k * S[j, d]
+                repulse[i, d] += 2.0 * g[d] * diff * k1
+    for budget in (None, 8 * n * n * 3 * 2):
+        got = sliced_svgd_terms_xp(xps, xps.asarray(U), xps.asarray(S), xps.asarray(g),
+                                   xps.asarray(p0), code, beta, budget=budget)
+        np.testing.assert_allclose(np.asarray(got[0]), drive, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(got[1]), repulse, rtol=1e-11, atol=1e-12)
