@@ -20,7 +20,8 @@ device start-up) and with the device synchronised:
 For the samplers, one iteration at N = 1000 particles, D = 100 (the difference of fits
 of 21 and 1 iterations over 20, no history records): ``SVGD`` and ``SlicedSVGD`` on
 the CPU (float64) and on the device (float64 and float32), and a plain PyTorch SVGD
-step (cdist, RBF, two products, float32) as the reference.
+step (cdist, RBF, two products, float32) as the reference; then the CPU (float64) and
+the device (float32) again with the default history records (``history_every=10``).
 
 The p-values and decisions of each precision are compared with float64's; everything
 is written to ``OUT/gpu.json`` and printed. With ``--profile``, the host's own time per
@@ -251,21 +252,25 @@ def bench_svgd(args, move, sync, rows):
 
     n, d = 1000, 100
     X0 = np.random.default_rng(0).standard_normal((n, d)) * 0.1 + 1.0
+    cases = (("cpu", "float64", None), ("gpu", "float64", None), ("gpu", "float32", None),
+             ("cpu", "float64", 10), ("gpu", "float32", 10))
     for cls in (SVGD, SlicedSVGD):
-        for where, dtype in (("cpu", "float64"), ("gpu", "float64"), ("gpu", "float32")):
+        for where, dtype, every in cases:
             Z = X0 if where == "cpu" else move(X0, dtype)
 
             def run(k):
-                # the iterations alone: no history record (each is a discrepancy on the host)
+                # None: the iterations alone, no history record; 10: the default records
+                # (21 iterations record 2 more than 1 does: one per 10 iterations)
                 with sklearn.config_context(array_api_dispatch=(where == "gpu")):
-                    return cls(Neg(), n_iter=k, random_state=0, history_every=10**9).fit(Z)
+                    return cls(Neg(), n_iter=k, random_state=0,
+                               history_every=every or 10**9).fit(Z)
 
             t1, _ = median_time(lambda: run(1), 3, sync)
             t2, _ = median_time(lambda: run(21), 3, sync)
             rows.append(dict(what="sampler", who=f"{cls.__name__}-{where}", dtype=dtype, n=n,
-                             d=d, seconds_per_iteration=(t2 - t1) / 20))
+                             d=d, history_every=every, seconds_per_iteration=(t2 - t1) / 20))
             print(rows[-1], flush=True)
-            if args.profile and where == "gpu" and dtype == "float32":
+            if args.profile and where == "gpu" and dtype == "float32" and every is None:
                 host_profile(args.out, f"{cls.__name__}, 20 iterations, N = {n}, D = {d}, "
                              "float32 on the device", lambda: (run(21), sync()))
     try:
