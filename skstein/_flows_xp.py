@@ -48,25 +48,24 @@ def median_squared_distance_xp(xp, T, one=None):
 
     ``T`` is an ``(N, N)`` array of squared distances with a zero diagonal; the value
     is a 0-d array of its namespace, computed without a transfer to the host. Sorted,
-    the off-diagonal entries are each pair's value twice, after the ``N`` diagonal
-    zeros, so the two middle entries of that doubled list (or of its positive part)
-    are the middle values of the pairs themselves. ``one``: the 0-d array 1 of ``T``'s
-    dtype and device, where the caller keeps one.
+    its ``N^2`` entries are the ``N`` diagonal zeros and then each pair's value twice,
+    so the pairs' two middle values are the entries ``N + P - 1`` and ``N + P`` (``P``
+    pairs), and those of the positive ones sit half-way through the entries after the
+    last zero (found by a binary search). ``one``: the 0-d array 1 of ``T``'s dtype and
+    device, where the caller keeps one.
     """
     n = T.shape[0]
     if one is None:
         one = xp.asarray(1.0, dtype=T.dtype, device=_device(T))
     if n < 2:
         return one
-    d = xp.sort(xp.reshape(T, (n * n,)))[n:]
-    m2 = n * (n - 1)
-    med = 0.5 * d[m2 // 2 - 1] + 0.5 * d[m2 // 2]
-    nz = xp.sum(xp.astype(d <= 0.0, xp.int64))
-    count = m2 - nz
-    lo = xp.clip(nz + (count - 1) // 2, 0, m2 - 1)
-    hi = xp.clip(nz + count // 2, 0, m2 - 1)
-    pos = 0.5 * xp.take(d, xp.reshape(lo, (1,)))[0] + 0.5 * xp.take(d, xp.reshape(hi, (1,)))[0]
-    pos = xp.where(count > 0, pos, one)
+    d = xp.sort(xp.reshape(T, (n * n,)))
+    p = n * (n - 1) // 2
+    med = xp.sum(d[n + p - 1:n + p + 1]) * 0.5
+    nz = xp.searchsorted(d, xp.reshape(0.0 * one, (1,)), side="right")  # entries <= 0
+    count = n * n - nz
+    idx = xp.clip(xp.concat([nz + (count - 1) // 2, nz + count // 2]), 0, n * n - 1)
+    pos = xp.where(count[0] > 0, xp.sum(xp.take(d, idx)) * 0.5, one)
     return xp.where(med > 0.0, med, pos)
 
 

@@ -267,3 +267,24 @@ def test_sliced_terms_by_batched_products_equal_the_double_loop(code, beta):
                                    xps.asarray(p0), code, beta, budget=budget)
         np.testing.assert_allclose(np.asarray(got[0]), drive, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(np.asarray(got[1]), repulse, rtol=1e-11, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["distinct", "ties", "mostly-repeated", "all-equal", "two"])
+def test_device_median_of_the_pairs(case):
+    # the median of the squared distances i < j (of the positive ones when that is 0,
+    # 1 when none is), from one sort of the N x N matrix and a binary search
+    from skstein._flows_xp import median_squared_distance_xp
+
+    rng = np.random.default_rng(11)
+    X = {"distinct": rng.standard_normal((9, 2)),
+         "ties": np.repeat(rng.standard_normal((4, 2)), [3, 2, 2, 1], axis=0),
+         "mostly-repeated": np.vstack([np.zeros((7, 2)), rng.standard_normal((3, 2))]),
+         "all-equal": np.ones((5, 2)),
+         "two": rng.standard_normal((2, 2))}[case]
+    T = ((X[:, None, :] - X[None, :, :]) ** 2).sum(axis=2)
+    pairs = T[np.triu_indices(X.shape[0], 1)]
+    want = np.median(pairs)
+    if want == 0:
+        want = np.median(pairs[pairs > 0]) if np.any(pairs > 0) else 1.0
+    got = float(median_squared_distance_xp(xps, xps.asarray(T)))
+    assert got == pytest.approx(want, rel=1e-14)
