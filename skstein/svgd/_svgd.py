@@ -1,0 +1,177 @@
+"""Stein variational gradient descent (:class:`SVGD`)."""
+
+import numpy as np
+
+from .._flows_xp import SVGDTermsXp
+from .._xp import host_single_blas, waits_for_device
+from .._xp_stein import xp_sums_and_forms
+from ..discrepancy import stein_sums
+from ..flows import SVGDFlow, bandwidth_scale, kernel_code, svgd_direction
+from ..kernels import MIN_BANDWIDTH, make_kernel, median_bandwidth
+from ._base import _check_particle_sets, _ParticleSampler, _supports_float64
+
+__all__ = ["SVGD"]
+
+
+class SVGD(_ParticleSampler):
+    r"""Stein variational gradient descent (Liu & Wang 2016).
+
+    Each iteration evaluates the target's score once and moves every particle by
+    :math:`\phi(x_i) = \frac1N \sum_j [k(x_j, x_i) s(x_j) + \nabla_{x_j} k(x_j, x_i)]`
+    (driving term plus repulsive term) through the chosen step rule.
+
+    Parameters
+    ----------
+    target : distribution or callable
+        The target's score ``grad log p`` (``grad_logpdf`` or a callable).
+    n_particles : int, default=100
+        Number of particles drawn from N(0, I) when ``fit`` gets no ``X0``.
+    n_iter : int, default=1000
+    step_size : float, default=0.1
+    optimizer : {"adagrad", "sgd", "adam"}, default="adagrad"
+        ``"adagrad"`` is the RMSprop-like rule of the original SVGD code.
+    kernel : {"rbf", "imq"}, default="rbf"
+    bandwidth : {"median-log", "median"} or float, default="median-log"
+        Re-estimated every iteration: ``"median"`` is the median pairwise distance
+        ``med``; ``"median-log"`` is ``med / sqrt(2 log(N + 1))``, the heuristic of
+        the original SVGD code (there written ``h = med^2 / log(N + 1)`` for the
+        kernel ``exp(-d^2 / h)``), which makes the kernel sum over neighbours about 1.
+    kernel_params : dict, default=None
+    repulsion_warmup : int, default=0
+        Iterations over which the repulsive term is phased in: at iteration ``t``
+        (counted from 0 in each :meth:`fit` or :meth:`move`) it is weighted by
+        ``min(1, (t + 1) / repulsion_warmup)``. ``0``: full weight throughout. For
+        particles started (nearly) on top of each other, where the repulsion of a
+        tiny bandwidth would otherwise dominate the first steps (Gong et al.'s UCI
+        script phases it in over 1000 epochs).
+    history_every : int, default=10
+        Record the trace every this many iterations.
+    random_state : None, int or Generator
+        Only used to draw default initial particles.
+    verbose : int, bool or "auto", default=0
+        Progress on standard error: ``1`` (or ``True``) a bar with the time left and
+        the latest step size and discrepancy (refreshed every ``history_every``
+        iterations); ``2`` also a line per history record; ``"auto"`` the bar only
+        when standard error is a terminal. The particles do not depend on it.
+
+    Attributes
+    ----------
+    particles_ : ndarray (n_particles, n_features)
+    n_iter_ : int
+    history_ : dict of ndarrays
+        ``iteration``, ``step_norm`` (mean particle step), ``discrepancy`` (KSD U-statistic,
+        RBF kernel, median bandwidth, of the particles before that iteration's step),
+        ``repulsive_force`` (mean norm of the repulsive term; "PARF"), ``variance``
+        (per-dimension particle variance averaged over dimensions, before the step).
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstein import SVGD
+    >>> from skstein.distributions import Gaussian
+    >>> svgd = SVGD(Gaussian(np.ones(2)), n_particles=50, n_iter=300, random_state=0).fit()
+    >>> bool(np.allclose(svgd.particles_.mean(axis=0), 1.0, atol=0.1))
+    True
+    """
+
+    # __init__: the parameters of every particle sampler, stored by _ParticleSampler
+
+    _fused_score_check = True
+
+    @host_single_blas
+    def direction(self, Z, score=None):
+        r"""The SVGD field :math:`\phi` at the particles ``Z`` (amortised SVGD).
+
+        :math:`\phi(z_i) = \frac1N \sum_j [k(z_j, z_i) s(z_j) + \nabla_{z_j} k(z_j,
+        z_i)]`, with the estimator's ``kernel``, ``bandwidth`` rule and
+        ``kernel_params``: the same numbers :meth:`fit` steps along, so one
+        ``optimizer="sgd"`` iteration of :meth:`fit` from ``X0`` gives
+        ``X0 + step_size * direction(X0)``. The estimator is not changed.
+
+        For particles produced by a model, e.g. an encoder trained by amortisation
+        (Gong et al. 2021, Algorithm 3; Feng, Wang & Liu 2017): the encoder
+        regresses onto the moved particles, with the target held fixed. With
+        PyTorch (not a dependency of skstein):
+
+        .. code-block:: python
+
+            z = encoder(x, noise)                    # (batch, n_particles, D)
+            phi = torch.as_tensor(svgd.direction(z.detach().numpy(), score))
+            loss = 0.5 * ((z - (z + eps * phi).detach()) ** 2).sum()
+            loss.backward()                          # the gradient is -eps * phi
+
+        Parameters
+        ----------
+        Z : array-like of shape (n_particles, n_features) or (batch, n_particles, n_features)
+            The particles: one set, or one set per batch item (each its own field,
+            the bandwidth rule applied to each set alone). At least 2 particles per
+            set, finite. NumPy only.
+        score : callable or distribution, default=None
+            The score ``grad log p`` at ``Z`` (a callable or an object with
+            ``grad_logpdf``), for a target that changes from call to call (e.g. one
+            posterior per image); ``None`` uses ``target`` (which may be ``None``
+            when every call gives a score). It is called once, on a
+            copy of the whole ``Z``, and must return a finite array of ``Z``'s shape
+            (for a batch: ``(batch, n_particles, n_features)`` in and out).
+
+        Returns
+        -------
+        ndarray of the shape of ``Z``
+            The field at each particle.
+        """
+        self._check_params(target=score is None)
+        Z = _check_particle_sets(Z)
+        S = self._field_scores(Z, score)
+        return svgd_direction(Z, S, self.kernel, self.bandwidth, self.kernel_params)
+
+    def _init_state(self, X, warm, rng, S=None):
+        return SVGDFlow(X.shape, self.kernel, self.bandwidth, self.kernel_params)
+
+    def _warm_state(self):
+        return None
+
+    def _store_state(self, state):
+        pass
+
+    def _terms(self, X, S, state, it, rng):
+        return state.terms(X, S)
+
+    def _init_state_xp(self, xp, Xd, X, warm, rng, score):
+        code, beta = kernel_code(self.kernel, self.kernel_params)
+        if isinstance(self.bandwidth, str):
+            scale, h = bandwidth_scale(self.bandwidth, X.shape[0]), 0.0
+        else:
+            scale, h = 1.0, float(self.bandwidth)
+        return SVGDTermsXp(xp, Xd, code, beta, scale, h, MIN_BANDWIDTH)
+
+    def _terms_xp(self, xp, X, S, state, it, rng):
+        drive, repulse, _ = state.terms(X, S)
+        return drive, repulse
+
+    def _host_state(self, xp, state, device):
+        return None
+
+    def _discrepancy(self, X, S, state, history=False):
+        if X.shape[0] < 2 or (history and np.all(X == X[0])):
+            # the median heuristic needs two distinct particles: undefined in the
+            # history, an error in score
+            return float("nan")
+        kern = make_kernel("rbf", median_bandwidth(X, max_points=1000))
+        return float(stein_sums(X, S, kern).statistic("u"))
+
+    def _history_discrepancy_xp(self, xp, X, S, state):
+        """:meth:`_discrepancy` on the device of ``X``, in float64 (the host's precision):
+        the median bandwidth and the Stein sums of the Array API engine, one float read
+        back. Arrays on the CPU (the compiled pass is faster there) and devices without
+        float64 take host copies."""
+        import array_api_compat
+
+        if not (waits_for_device(X) and _supports_float64(xp, array_api_compat.device(X))):
+            return super()._history_discrepancy_xp(xp, X, S, state)
+        if X.shape[0] < 2 or bool(xp.all(X == X[0:1, :])):
+            return float("nan")
+        X, S = xp.astype(X, xp.float64), xp.astype(S, xp.float64)
+        kern = make_kernel("rbf", median_bandwidth(X, max_points=1000))
+        sums, _ = xp_sums_and_forms(X, S, [kern], None)
+        return float(sums[0].statistic("u"))
