@@ -95,7 +95,7 @@ def _compile_in_background(families):
     compiles) something else, instead of one after the other. The caller waits for the
     returned process (``.wait()``) before it uses those families; if it fails, the
     caller's own first call compiles them. On 2 cores the first ``skstein demo
-    --quick`` took 26 s without it.
+    --quick`` took 19.6 s with it and 23.6-24.6 s without.
     """
     from .precompile import cold_families
 
