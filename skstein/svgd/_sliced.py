@@ -511,6 +511,7 @@ class SlicedSVGD(_ParticleSampler):
 
         dev = array_api_compat.device(X)
         n, d = X.shape
+        code, beta = kernel_code(self.kernel, self.kernel_params)
         if it % self.bandwidth_every == 0:
             state["med"] = None
         Xh = None
@@ -532,7 +533,6 @@ class SlicedSVGD(_ParticleSampler):
                 h = self._bandwidths(to_host(X) if Xh is None else Xh, state, rule)
             else:
                 h = self._bandwidths(X, state, rule)
-            code, _ = kernel_code(self.kernel, self.kernel_params)
             p0 = 0.5 * inverse_square(h) if code == 0 else inverse_square(h)
 
             def put(a):
@@ -543,7 +543,6 @@ class SlicedSVGD(_ParticleSampler):
                     None if state["axes"] else put(R))
             state["device"] = kept
         _, _, GrT, gdiag, p0, Rd = kept
-        code, beta = kernel_code(self.kernel, self.kernel_params)
         if Rd is None:
             return sliced_svgd_terms_xp(xp, X @ GrT, S, gdiag, p0, code, beta)
         drive, repulse = sliced_svgd_terms_xp(xp, (X @ Rd.T) @ GrT, S @ Rd.T, gdiag, p0,
