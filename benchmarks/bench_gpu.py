@@ -10,7 +10,9 @@ device start-up) and with the device synchronised:
   ``sklearn.config_context(array_api_dispatch=True)``, data float32 with TF32 off
   (true float32 products), float32 with TF32 on (the opt-in reduced precision), and
   float64;
-* ``skstein-cpu``: the same test on NumPy data, the numba engine on all cores;
+* ``skstein-cpu``: the same test on NumPy data, the numba engine on all cores, for
+  n up to ``--cpu-max-n`` (5000); above it, the device's float64 run is the reference
+  that the other precisions' p-values are compared with;
 * ``ksdagg-jax``: KSDAgg's ``ksdagg.jax.ksdagg`` (10 bandwidths, B1 = B2 = 2000 wild
   bootstrap draws) at JAX's default matrix precision and at ``"highest"``. Its code is
   not part of skstein: give the folder of a checkout of its public repository with
@@ -18,7 +20,8 @@ device start-up) and with the device synchronised:
   rows are skipped.
 
 For the samplers, one iteration at N = 1000 particles, D = 100 (the difference of fits
-of 21 and 1 iterations over 20, no history records): ``SVGD`` and ``SlicedSVGD`` on
+of k + 1 and 1 iterations over k, ``--sampler-iters`` k = 20 by default; no history
+records but at the first and last iteration): ``SVGD`` and ``SlicedSVGD`` on
 the CPU (float64) and on the device (float64 and float32), and a plain PyTorch SVGD
 step (cdist, RBF, two products, float32) as the reference; then the CPU (float64) and
 the device (float32) again with the default history records (``history_every=10``).
@@ -38,6 +41,7 @@ import json
 import os
 import sys
 import time
+import traceback
 
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
 # JAX takes 75% of the GPU's memory at its first use unless told not to; PyTorch shares it
@@ -117,15 +121,12 @@ def bench_ksd(args, move, sync, tf32, rows):
 
     for n, d in CASES:
         X = data(n, d)
+        ref = None
         if n <= args.cpu_max_n:
             t, ref = median_time(lambda: test().test(X), max(1, args.repeat // 3), lambda: None)
-        else:   # one run (the kernels were compiled by the smaller cases)
-            t0 = time.perf_counter()
-            ref = test().test(X)
-            t = time.perf_counter() - t0
-        rows.append(dict(what="ksd", n=n, d=d, who="skstein-cpu", precision="float64 (forms "
-                         "float32)", seconds=t, pvalue=ref.pvalue, reject=ref.reject))
-        print(rows[-1], flush=True)
+            rows.append(dict(what="ksd", n=n, d=d, who="skstein-cpu", precision="float64 "
+                             "(forms float32)", seconds=t, pvalue=ref.pvalue, reject=ref.reject))
+            print(rows[-1], flush=True)
         for dtype, tf in (("float64", False), ("float32", False), ("float32", True)):
             try:
                 tf32(tf)
@@ -133,8 +134,14 @@ def bench_ksd(args, move, sync, tf32, rows):
                 print(f"skip {dtype} tf32={tf}: {exc}")
                 continue
             Xd = move(X, dtype)
-            with sklearn.config_context(array_api_dispatch=True):
-                t, res = median_time(lambda: test().test(Xd), args.repeat, sync)
+            try:
+                with sklearn.config_context(array_api_dispatch=True):
+                    t, res = median_time(lambda: test().test(Xd), args.repeat, sync)
+            except Exception:  # noqa: BLE001 (one failed case must not stop the others)
+                traceback.print_exc()
+                continue
+            if ref is None:   # above --cpu-max-n: the device's float64 run is the reference
+                ref = res
             rows.append(dict(what="ksd", n=n, d=d, who="skstein-gpu",
                              precision=f"{dtype}{' tf32' if tf else ''}", seconds=t,
                              pvalue=res.pvalue, reject=res.reject,
@@ -260,15 +267,20 @@ def bench_svgd(args, move, sync, rows):
 
             def run(k):
                 # None: the iterations alone, no history record; 10: the default records
-                # (21 iterations record 2 more than 1 does: one per 10 iterations)
+                # (k + 1 iterations record k / 10 more than 1 does: one per 10 iterations)
                 with sklearn.config_context(array_api_dispatch=(where == "gpu")):
                     return cls(Neg(), n_iter=k, random_state=0,
                                history_every=every or 10**9).fit(Z)
 
-            t1, _ = median_time(lambda: run(1), 3, sync)
-            t2, _ = median_time(lambda: run(21), 3, sync)
+            k = args.sampler_iters
+            try:
+                t1, _ = median_time(lambda: run(1), 3, sync)
+                t2, _ = median_time(lambda: run(k + 1), 3, sync)
+            except Exception:  # noqa: BLE001 (one failed case must not stop the others)
+                traceback.print_exc()
+                continue
             rows.append(dict(what="sampler", who=f"{cls.__name__}-{where}", dtype=dtype, n=n,
-                             d=d, history_every=every, seconds_per_iteration=(t2 - t1) / 20))
+                             d=d, history_every=every, seconds_per_iteration=(t2 - t1) / k))
             print(rows[-1], flush=True)
             if args.profile and where == "gpu" and dtype == "float32" and every is None:
                 host_profile(args.out, f"{cls.__name__}, 20 iterations, N = {n}, D = {d}, "
@@ -326,8 +338,14 @@ def main():
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--quick", action="store_true", help="small cases (a smoke run)")
     ap.add_argument("--skip", nargs="*", default=(), choices=("ksd", "ksdagg", "svgd"))
+    ap.add_argument("--order", nargs="+", default=("ksd", "ksdagg", "svgd"),
+                    choices=("ksd", "ksdagg", "svgd"), help="the parts, in this order")
     ap.add_argument("--cpu-max-n", type=int, default=5000,
-                    help="larger cases run once on the CPU (no warm-up, no repeats)")
+                    help="larger cases skip the CPU; the device's float64 run is their "
+                         "reference")
+    ap.add_argument("--sampler-iters", type=int, default=20,
+                    help="a sampler iteration is the difference of fits of this many "
+                         "plus one and one iteration, divided by this many")
     ap.add_argument("--profile", action="store_true",
                     help="PyTorch: write OUT/gpu_profile.txt, the device's time per operation "
                          "on the largest and the smallest case, and the host's on the smallest; "
@@ -341,17 +359,23 @@ def main():
     move, sync, tf32, device = libs[args.lib]()
     rows = []
     print(f"device: {device}; library {args.lib}; cores {len(os.sched_getaffinity(0))}")
-    try:
-        if "ksd" not in args.skip:
-            bench_ksd(args, move, sync, tf32, rows)
-        if "ksdagg" not in args.skip:
-            if args.lib == "torch" and args.device == "cuda":
-                import torch
+    def ksdagg_rows():
+        if args.lib == "torch" and args.device == "cuda":
+            import torch
 
-                torch.cuda.empty_cache()
-            bench_ksdagg(args, rows)
-        if "svgd" not in args.skip:
-            bench_svgd(args, move, sync, rows)
+            torch.cuda.empty_cache()
+        bench_ksdagg(args, rows)
+
+    parts = {"ksd": lambda: bench_ksd(args, move, sync, tf32, rows), "ksdagg": ksdagg_rows,
+             "svgd": lambda: bench_svgd(args, move, sync, rows)}
+    try:
+        for name in args.order:
+            if name in args.skip:
+                continue
+            try:   # each part on its own: a failure is printed, the next part runs
+                parts[name]()
+            except Exception:  # noqa: BLE001
+                traceback.print_exc()
     finally:
         with open(os.path.join(args.out, "gpu.json"), "w") as f:
             json.dump({"device": device, "library": args.lib, "rows": rows}, f, indent=1,
