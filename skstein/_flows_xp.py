@@ -27,7 +27,8 @@ import numpy as np
 from ._xp import is_device_array, to_host
 
 __all__ = ["SVGDTermsXp", "sliced_svgd_terms_xp", "median_squared_distance_xp",
-           "SLICE_BLOCK_BYTES", "SLICE_DEVICE_BYTES"]
+           "sliced_pass_xp", "projection_medians_xp", "SLICE_BLOCK_BYTES",
+           "SLICE_DEVICE_BYTES"]
 
 #: Memory budget of one block of slices of the sliced field (``N x N x b`` float64).
 SLICE_BLOCK_BYTES = 64 * 2**20
@@ -47,40 +48,59 @@ def median_squared_distance_xp(xp, T, one=None):
     """Median of ``T[i, j]``, ``i < j`` (of the positive ones if that is 0; 1 if none).
 
     ``T`` is an ``(N, N)`` array of squared distances with a zero diagonal; the value
-    is a 0-d array of its namespace, computed without a transfer to the host. Sorted,
-    its ``N^2`` entries are the ``N`` diagonal zeros and then each pair's value twice,
-    so the pairs' two middle values are the entries ``N + P - 1`` and ``N + P`` (``P``
-    pairs), and those of the positive ones sit half-way through the entries after the
-    last zero (found by a binary search). ``one``: the 0-d array 1 of ``T``'s dtype and
-    device, where the caller keeps one.
+    is a 0-d array of its namespace, computed without a transfer to the host (see
+    :class:`_PairMedian`). ``one``: the 0-d array 1 of ``T``'s dtype and device, where
+    the caller keeps one.
     """
     n = T.shape[0]
     if one is None:
         one = xp.asarray(1.0, dtype=T.dtype, device=_device(T))
     if n < 2:
         return one
-    d = xp.sort(xp.reshape(T, (n * n,)))
-    p = n * (n - 1) // 2
-    med = xp.sum(d[n + p - 1:n + p + 1]) * 0.5
-    nz = xp.searchsorted(d, xp.reshape(0.0 * one, (1,)), side="right")  # entries <= 0
-    count = n * n - nz
-    idx = xp.clip(xp.concat([nz + (count - 1) // 2, nz + count // 2]), 0, n * n - 1)
-    pos = xp.where(count[0] > 0, xp.sum(xp.take(d, idx)) * 0.5, one)
-    return xp.where(med > 0.0, med, pos)
+    return _PairMedian(xp, T, one).twice(T) * 0.5
+
+
+class _PairMedian:
+    """Twice the median of the pairs of ``(N, N)`` squared distances, as a 0-d array.
+
+    Sorted, the ``N^2`` entries are the ``N`` diagonal zeros and then each pair's value
+    twice, so the pairs' two middle values are the entries ``N + P - 1`` and ``N + P``
+    (``P`` pairs); those of the positive ones sit half-way through the entries after
+    the last zero, found by one binary search: entries ``(z + N^2 - 1) // 2`` and
+    ``(z + N^2) // 2`` for ``z`` entries at most 0. Their sum is returned (2 when all
+    are zero), which saves a halving: every operation on a device is one launch. The
+    index constants are made once, for particles of one shape and device.
+    """
+
+    def __init__(self, xp, T, one):
+        n = T.shape[0]
+        dev = _device(T)
+        self.xp, self.n, self.p = xp, n, n * (n - 1) // 2
+        self.zero = xp.reshape(0.0 * one, (1,))
+        self.two = 2.0 * one
+        self.ends = xp.asarray([n * n - 1, n * n], device=dev)
+
+    def twice(self, T):
+        xp, n, p = self.xp, self.n, self.p
+        d = xp.sort(xp.reshape(T, (n * n,)))
+        mid = xp.sum(d[n + p - 1:n + p + 1])
+        z = xp.searchsorted(d, self.zero, side="right")
+        pos = xp.sum(xp.take(d, xp.clip((z + self.ends) // 2, 0, n * n - 1)))
+        return xp.where(mid > 0.0, mid, xp.where(pos > 0.0, pos, self.two))
 
 
 class SVGDTermsXp:
     """The SVGD sums for one run of particles of a fixed shape, dtype and device.
 
     Made once per run: the constants every iteration needs (the diagonal's mask, 0,
-    1 and the bandwidth floor as arrays of the device) are made here, not at each
-    iteration, where each would be one more call into the library (on a GPU, a
-    launch or a transfer).
+    the median's indices and the squared bandwidth floor as arrays of the device) are
+    made here, not at each iteration, where each would be one more call into the
+    library (on a GPU, a launch or a transfer). Each iteration makes about 40 calls.
 
-    ``terms(X, S)`` gives ``(drive, repulse, h)``: the two sums of N times the SVGD
-    direction, and h. ``h <= 0`` takes ``scale`` times the median distance (see the
-    module docstring), at least ``min_bandwidth``; h is then a 0-d array of the
-    namespace.
+    ``terms(X, S)`` gives ``(drive, repulse)``: the two sums of N times the SVGD
+    direction. ``h <= 0`` takes ``scale`` times the median distance (see the module
+    docstring), at least ``min_bandwidth``: its square stays a 0-d array of the
+    namespace (no wait for the device).
     """
 
     def __init__(self, xp, X, code, beta, scale, h, min_bandwidth):
@@ -88,12 +108,14 @@ class SVGDTermsXp:
         dev = _device(X)
         self.xp, self.code = xp, code
         # Python floats mix with any namespace's arrays
-        self.beta, self.scale, self.h = float(beta), float(scale), float(h)
+        self.beta, self.scale2, self.h = float(beta), float(scale) ** 2, float(h)
         idx = xp.arange(n, device=dev)
         self.diagonal = idx[:, None] == idx[None, :]
         self.zero = xp.asarray(0.0, dtype=X.dtype, device=dev)
-        self.one = xp.asarray(1.0, dtype=X.dtype, device=dev)
-        self.floor = xp.asarray(min_bandwidth, dtype=X.dtype, device=dev)
+        one = xp.asarray(1.0, dtype=X.dtype, device=dev)
+        self.floor2 = xp.asarray(float(min_bandwidth) ** 2, dtype=X.dtype, device=dev)
+        self.median = _PairMedian(xp, X, one) if n > 1 else None
+        self.one = one
 
     def terms(self, X, S):
         xp, beta = self.xp, self.beta
@@ -101,23 +123,25 @@ class SVGDTermsXp:
         nx = xp.sum(Xc * Xc, axis=1)
         T = (nx[:, None] + nx[None, :]) - 2.0 * (Xc @ Xc.T)
         T = xp.where(self.diagonal, self.zero, xp.maximum(T, self.zero))
-        h = self.h
-        if h <= 0.0:
-            # a 0-d array: the bandwidth stays on the device (no wait for it per iteration)
-            h = xp.maximum(xp.sqrt(median_squared_distance_xp(xp, T, self.one)) * self.scale,
-                           self.floor)
-        inv = (1.0 / h) / h
-        if self.code == RBF:
-            p0 = 0.5 * inv
-            K = xp.exp(-T * p0)
-            rows = xp.sum(K, axis=1)
-            repulse = (2.0 * p0) * (rows[:, None] * Xc - K @ Xc)
+        if self.h > 0.0:
+            h2 = self.h * self.h
+        elif self.median is None:
+            h2 = xp.maximum(self.one * self.scale2, self.floor2)
         else:
+            # h^2 = max(scale^2 median, floor^2), a 0-d array on the device
+            h2 = xp.maximum(self.median.twice(T) * (0.5 * self.scale2), self.floor2)
+        if self.code == RBF:
+            q = -0.5 / h2
+            K = xp.exp(T * q)
+            rows = xp.sum(K, axis=1)
+            repulse = (rows[:, None] * Xc - K @ Xc) * (-2.0 * q)
+        else:
+            inv = 1.0 / h2
             base = 1.0 + T * inv
             K = 1.0 / xp.sqrt(base) if beta == -0.5 else base ** beta
             K1 = (beta * inv) * K / base
             repulse = 2.0 * (K1 @ Xc - xp.sum(K1, axis=1)[:, None] * Xc)
-        return K @ S, repulse, h
+        return K @ S, repulse
 
 
 def sliced_svgd_terms_xp(xp, U, S, gdiag, p0, code, beta, budget=None):
@@ -181,6 +205,117 @@ def _sliced_terms_elementwise(xp, U, S, gdiag, p0, beta, b):
         drive.append(xp.sum(kk * S[None, :, k0:k1], axis=1))
         repulse.append(xp.sum((2.0 * gdiag[k0:k1]) * delta * k1v, axis=1))
     return xp.concat(drive, axis=1), xp.concat(repulse, axis=1)
+
+
+def _slice_block(U, n, copies, budget):
+    """Slices per block whose ``copies`` arrays ``(b, n, n)`` fit in ``budget`` bytes."""
+    if budget is None:
+        budget = SLICE_DEVICE_BYTES if is_device_array(U) else SLICE_BLOCK_BYTES
+    return max(1, min(U.shape[1], budget // max(1, 8 * n * n * copies)))
+
+
+def sliced_pass_xp(xp, U, A, c, p0, with_rho=True, budget=None):
+    r"""The RBF sliced pass of :func:`skstein._gradients._sliced_pass` on the device.
+
+    ``(hsum, rho, psisum)``: per slice ``k`` the sums over the ordered pairs ``i != j``
+    of :math:`h_k(i, j)` and :math:`\psi_k = \partial h_k / \partial c_k`, shape
+    ``(m,)``, and :math:`\rho_{ik} = \sum_j \partial h_k(i, j) / \partial\delta`,
+    shape ``(n, m)`` (None without ``with_rho``), for projections ``U = X G^T``,
+    ``A = S R^T``, ``c_k = r_k^\top g_k`` and ``p0 = 1 / (2 h_k^2)`` (arrays of the
+    namespace).
+
+    With :math:`E_{ij} = e^{-q\delta^2}`, :math:`\delta = u_i - u_j`, every pair term is
+    :math:`E` times a polynomial in :math:`u_i, u_j, a_i, a_j` (see
+    :mod:`skstein._numba.learning`), so the row sums are polynomials in :math:`u_i,
+    a_i` and the seven row moments :math:`M = E\,[1, u, u^2, u^3, a, au, au^2]`: one
+    batched product per block of slices, after three elementwise passes that form
+    :math:`E` (the pair-by-pair terms would take about forty). The projections are
+    centred per slice (the differences are the same) so that the moments stay of the
+    size of the differences; the diagonal terms (:math:`h_k(i, i) = a_i^2 + 2qc^2`,
+    :math:`\psi_k(i, i) = 4qc`, :math:`\phi = 0`) are taken off the full sums.
+    """
+    n, m = U.shape
+    b = _slice_block(U, n, 3, budget)
+    UT = xp.permute_dims(U - xp.mean(U, axis=0), (1, 0))  # (m, n), centred per slice
+    AT = xp.permute_dims(A, (1, 0))
+    hs, ps, rs = [], [], []
+    for k0 in range(0, m, b):
+        k1 = min(m, k0 + b)
+        u, a = UT[k0:k1, :], AT[k0:k1, :]
+        q, ck = p0[k0:k1][:, None], c[k0:k1][:, None]
+        delta = u[:, :, None] - u[:, None, :]
+        E = delta * delta
+        del delta
+        E = xp.exp(E * (-q[:, :, None]))
+        u2 = u * u
+        au = a * u
+        M = E @ xp.stack([xp.ones_like(u), u, u2, u2 * u, a, au, au * u], axis=2)
+        del E
+        m0, m1, m2, m3, ma, mau, mau2 = (M[..., i] for i in range(7))
+        s1 = u * m0 - m1                                  # sum_j E delta
+        s2 = (u * m0 - 2.0 * m1) * u + m2                 # sum_j E delta^2
+        t1 = u * ma - mau                                 # sum_j E delta a_j
+        w = m0 - (2.0 * q) * s2                           # sum_j E (1 - 2 q delta^2)
+        cross = a * s1 - t1                               # sum_j E delta (a_i - a_j)
+        hrow = a * ma + (2.0 * q) * (ck * cross + (ck * ck) * w)
+        psirow = (2.0 * q) * (cross + (2.0 * ck) * w)
+        hs.append(xp.sum(hrow, axis=1) - (xp.sum(a * a, axis=1) + (2.0 * n) * q[:, 0]
+                                          * ck[:, 0] * ck[:, 0]))
+        ps.append(xp.sum(psirow, axis=1) - (4.0 * n) * q[:, 0] * ck[:, 0])
+        if with_rho:
+            s3 = ((u * m0 - 3.0 * m1) * u + 3.0 * m2) * u - m3      # sum_j E delta^3
+            t2 = (u * ma - 2.0 * mau) * u + mau2                   # sum_j E delta^2 a_j
+            rs.append(q * ((2.0 * ck) * (a * m0 - ma) - (4.0 * ck * q) * (a * s2 - t2)
+                           - 2.0 * a * t1 - (12.0 * ck * ck * q) * s1
+                           + (8.0 * ck * ck * q * q) * s3))
+    rho = xp.permute_dims(xp.concat(rs, axis=0), (1, 0)) if with_rho else None
+    return xp.concat(hs, axis=0), rho, xp.concat(ps, axis=0)
+
+
+def projection_medians_xp(xp, U, max_points=1000, budget=None):
+    """:func:`skstein.flows.projection_medians` of projections on the device: per column,
+    the median of ``|u_i - u_j|``, ``i < j``, over the first ``max_points`` rows (of the
+    positive ones when that is zero; 1 where all are zero; at least the kernels'
+    smallest bandwidth), as a NumPy float64 array.
+
+    A block of columns sorts the absolute differences of its pairs, ``(b, P)`` for
+    ``P = n (n - 1) / 2`` (taken from the upper triangle of the ``(b, n, n)``
+    differences): the two middle values of each row, or those of its positive ones
+    after the zeros. Exact order statistics, as the host's counting bisection.
+    """
+    from .kernels import MIN_BANDWIDTH
+
+    V = U[:min(max_points, U.shape[0]), :]
+    n, m = V.shape
+    if n < 2:
+        return np.ones(m)
+    if not bool(xp.all(xp.isfinite(V))):
+        raise ValueError("the projections of the particles or sample are not finite: "
+                         "their median distances are undefined.")
+    dev = _device(V)
+    b = _slice_block(V, n, 3, budget)
+    p = n * (n - 1) // 2
+    iu, ju = np.triu_indices(n, 1)
+    upper = xp.asarray(iu * n + ju, device=dev)       # the pairs i < j of a row-major n x n
+    VT = xp.permute_dims(V, (1, 0))
+    out = []
+    for k0 in range(0, m, b):
+        k1 = min(m, k0 + b)
+        u = VT[k0:k1, :]
+        D = xp.reshape(xp.abs(u[:, :, None] - u[:, None, :]), (k1 - k0, n * n))
+        D = xp.sort(xp.take(D, upper, axis=1), axis=1)
+        med = (D[:, (p - 1) // 2] + D[:, p // 2]) * 0.5
+        nz = xp.sum(xp.astype(D <= 0.0, xp.int64), axis=1)     # pairs at distance 0
+        count = p - nz
+        offset = xp.arange(k1 - k0, dtype=xp.int64, device=dev) * p
+        flat = xp.reshape(D, (-1,))
+        lo = xp.take(flat, offset + xp.clip(nz + (count - 1) // 2, 0, p - 1))
+        hi = xp.take(flat, offset + xp.clip(nz + count // 2, 0, p - 1))
+        pos = xp.where(count > 0, (lo + hi) * 0.5, xp.zeros_like(med))
+        out.append(xp.where(med > 0.0, med, pos))
+    med = np.asarray(to_host(xp.concat(out, axis=0)), dtype=np.float64)
+    med[med <= 0] = 1.0
+    return np.maximum(med, MIN_BANDWIDTH)
 
 
 def host(a):

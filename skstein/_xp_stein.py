@@ -152,7 +152,8 @@ def _stein_kernels(xp, t, SS, cross, name, beta, p0, scale):
     * RBF, :math:`\kappa = e^{-p t}`: :math:`h = \kappa\,(s s' + 2p\,(c - 2pt))`;
     * IMQ, :math:`\kappa = b^\beta`, :math:`b = 1 + pt`, :math:`u = 1/b`:
       :math:`h = \kappa\,(s s' + a u\,(c + \gamma t u))` with :math:`a = -2\beta p`,
-      :math:`\gamma = 2(\beta - 1)p`,
+      :math:`\gamma = 2(\beta - 1)p`; as :math:`\gamma t u = 2(\beta - 1)(1 - u)` and
+      with the scale folded into the base, ten passes (twelve before),
 
     where :math:`c` is the cross term plus D; both equal
     :math:`\kappa s s' - 2\kappa' c - 4t\kappa''` (DESIGN section 3.2).
@@ -166,21 +167,20 @@ def _stein_kernels(xp, t, SS, cross, name, beta, p0, scale):
         Q += cross[None, ...]
         Q *= 2.0 * p0
     else:
-        U = t[None, ...] * p0
-        U += 1.0
-        if beta == -0.5:
-            U = 1.0 / U
-            K = xp.sqrt(U)
-        else:
-            K = U ** beta
-            U = 1.0 / U
-        if scale is not None:
-            K *= scale
-        Q = t[None, ...] * (2.0 * (beta - 1.0) * p0)
-        Q *= U
-        Q += cross[None, ...]
-        Q *= U
-        Q *= -2.0 * beta * p0
+        # sigma = scale^(1/beta) folds the scale into the base: B = sigma (1 + p t) gives
+        # B^beta = scale kappa and V = 1 / B = u / sigma; since p t u = 1 - u, the
+        # bracket c + gamma t u is c + 2(beta - 1) - 2(beta - 1) u, whose constant
+        # joins the cross term once for all kernels
+        sigma = 1.0 if scale is None else scale ** (1.0 / beta)
+        B = t[None, ...] * (p0 * sigma)
+        B += sigma
+        K = B ** beta
+        V = 1.0 / B
+        g = -2.0 * (beta - 1.0)
+        Q = V * (g * sigma)
+        Q += (cross - g)[None, ...]
+        Q *= V
+        Q *= (-2.0 * beta) * p0 * sigma
     Q += SS[None, ...]
     Q *= K
     return Q

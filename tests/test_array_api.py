@@ -54,9 +54,10 @@ def _close(a, b):
     dict(),
     dict(kernel="imq", statistic="v", bootstrap="rademacher"),
     dict(kernel="imq", bandwidth=[0.5, 1.0, 2.0]),
+    dict(kernel="imq", kernel_params={"beta": -0.3}, bootstrap="rademacher"),
     dict(whiten="aggregate", bandwidth_weights="centred"),
     dict(whiten=True, bandwidth="median", statistic="v"),
-], ids=["median", "aggregate", "imq-v-rademacher", "imq-given", "whiten-aggregate",
+], ids=["median", "aggregate", "imq-v-rademacher", "imq-given", "imq-beta", "whiten-aggregate",
         "whitened-v"])
 def test_ksd_test_equals_numba_path(dispatch, params):
     X, Xs = _data()

@@ -199,6 +199,85 @@ def test_checks_every_few_iterations_on_a_device(dispatch, cls, kw):
         assert b.n_direction_updates_ == a.n_direction_updates_
 
 
+@pytest.mark.parametrize("kw", [
+    dict(slices="score", slice_steps=2, slice_update_tol=0.0, slice_update_every=3),
+    dict(bandwidth=0.7, slice_update_every=4, bandwidth_every=3, slice_update_tol=0.0),
+    dict(kernel="imq", slice_update_every=4, slice_update_tol=0.0),
+], ids=["score-slices", "fixed-bandwidth", "imq-on-the-host"])
+def test_sliced_directions_and_medians_on_a_device(dispatch, kw):
+    # the direction ascent, the medians and the history's discrepancy of SlicedSVGD
+    # run on the device (RBF kernel; IMQ's on host copies): the host's numbers
+    from skstein._xp import to_host
+
+    dev = xps.Device("device1")
+    X0 = np.random.default_rng(5).standard_normal((35, 4)) * 1.5 + 1.0
+    a = SlicedSVGD(_on(dev), n_iter=11, history_every=2, **kw).fit(X0)
+    b = SlicedSVGD(_on(dev), n_iter=11, history_every=2, **kw).fit(
+        xps.asarray(X0, device=dev))
+    assert b.n_direction_updates_ == a.n_direction_updates_ >= 3
+    np.testing.assert_allclose(to_host(b.directions_), a.directions_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(to_host(b.particles_), a.particles_, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(b.history_["discrepancy"], a.history_["discrepancy"],
+                               rtol=1e-9)
+
+
+def test_sliced_pass_of_batched_moments_equals_the_compiled_pass():
+    # the pair sums from the seven row moments of E = exp(-q delta^2), on projections
+    # far from zero and in blocks of 2 slices, against the compiled pass
+    from skstein._flows_xp import sliced_pass_xp
+    from skstein._gradients import _sliced_pass
+    from skstein.discrepancy import _sliced_kernel_params
+    from skstein.flows import projection_medians
+
+    rng = np.random.default_rng(1)
+    n, d = 57, 5
+    X = rng.standard_normal((n, d)) * 2.0 + 30.0
+    S = -X + rng.standard_normal((n, d))
+    G = rng.standard_normal((d, d))
+    G /= np.linalg.norm(G, axis=1, keepdims=True)
+    R = np.linalg.qr(rng.standard_normal((d, d)))[0]
+    U, A, c = X @ G.T, S @ R.T, np.einsum("kd,kd->k", R, G)
+    code, p0, _ = _sliced_kernel_params("rbf", projection_medians(U), None)
+    hsum, rho, _, psisum = _sliced_pass(code, p0, 0.0, U, A, c, with_beta=False)
+    h2, r2, p2 = sliced_pass_xp(xps, *(xps.asarray(v) for v in (U, A, c, p0)),
+                                budget=8 * n * n * 3 * 2)
+    np.testing.assert_allclose(np.asarray(h2), hsum, rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(p2), psisum, rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(r2), rho, rtol=1e-10, atol=1e-12 * np.abs(rho).max())
+    h3, r3, _ = sliced_pass_xp(xps, *(xps.asarray(v) for v in (U, A, c, p0)), with_rho=False)
+    assert r3 is None
+    np.testing.assert_allclose(np.asarray(h3), hsum, rtol=1e-10)
+
+
+@pytest.mark.parametrize("case", ["distinct", "ties", "zero-median", "constant", "two",
+                                  "beyond-1000"])
+def test_device_projection_medians_equal_the_hosts(case):
+    from skstein._flows_xp import projection_medians_xp
+    from skstein.flows import projection_medians
+
+    rng = np.random.default_rng(4)
+    U = rng.standard_normal((60, 4))
+    if case == "ties":
+        U = np.round(U * 2.0)
+    elif case == "zero-median":
+        U[:45, 0] = 1.0           # most pairs of column 0 coincide
+        U[:50, 2] = -2.0
+    elif case == "constant":
+        U[:, 1] = 3.0             # no positive difference: 1
+    elif case == "two":
+        U = U[:2]
+    elif case == "beyond-1000":
+        U = rng.standard_normal((1003, 2))   # the first 1000 rows, as on the host
+        U[1000:] = 1e6
+    got = projection_medians_xp(xps, xps.asarray(U, device=xps.Device("device1")),
+                                budget=8 * U.shape[0] ** 2 * 3)
+    np.testing.assert_array_equal(got, projection_medians(U))
+    bad = U.copy()
+    bad[1, 0] = np.nan
+    with pytest.raises(ValueError, match="not finite"):
+        projection_medians_xp(xps, xps.asarray(bad))
+
+
 @pytest.mark.parametrize("cls", [SVGD, SlicedSVGD])
 def test_deferred_checks_name_the_iteration_and_the_cause(dispatch, cls):
     # a check that fails runs the iterations since the last good one again, one by

@@ -6,17 +6,17 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._flows_xp import sliced_svgd_terms_xp
+from .._flows_xp import projection_medians_xp, sliced_pass_xp, sliced_svgd_terms_xp
 from .._gradients import _sliced_pass
 from .._random import as_generator
 from .._validation import check_choice, check_positive_float, check_positive_int, evaluate_score
-from .._xp import check_same_namespace, host_single_blas, to_host
+from .._xp import check_same_namespace, host_single_blas, to_host, waits_for_device
 from ..directions import _Adam, _tangent_unit_rows, _unit_rows
 from ..discrepancy import _sliced_kernel_params, check_stein_finite, sliced_value_and_grad
 from ..flows import (bandwidth_scale, field_from_terms, kernel_code, projection_medians,
                      sliced_terms)
 from ..kernels import inverse_square
-from ._base import _check_particle_sets, _ParticleSampler
+from ._base import _check_particle_sets, _ParticleSampler, _supports_float64
 
 __all__ = ["SlicedSVGD", "score_frame", "scores_correlated"]
 
@@ -104,6 +104,14 @@ def scores_correlated(S, n_permutations=SLICE_CHECK_PERMUTATIONS, margin=SLICE_C
 
 def _is_identity(R):
     return bool(np.array_equal(R, np.eye(R.shape[0])))
+
+
+def _put(xp, X, a):
+    """The host array ``a`` on the device of ``X``, in its dtype."""
+    import array_api_compat
+
+    return xp.asarray(np.ascontiguousarray(a), dtype=X.dtype,
+                      device=array_api_compat.device(X))
 
 
 def _moved(X, ref):
@@ -515,10 +523,14 @@ class SlicedSVGD(_ParticleSampler):
         if it % self.bandwidth_every == 0:
             state["med"] = None
         Xh = None
+        on_device = self._on_device(X)
         if n > 1 and self.slice_update_every and it % self.slice_update_every == 0:
             Xh = to_host(X)
             if _moved(Xh, state["ref"]) >= self.slice_update_tol:
-                self._update_directions(Xh, to_host(S), state)
+                if on_device:
+                    self._update_directions_xp(xp, X, S, state)
+                else:
+                    self._update_directions(Xh, to_host(S), state)
                 state["ref"] = Xh.copy()
                 state["updates"] += 1
         G, R = state["G"], state["R"]
@@ -530,6 +542,8 @@ class SlicedSVGD(_ParticleSampler):
             if n < 2:
                 h = np.ones(d)
             elif isinstance(self.bandwidth, str) and state["med"] is None:
+                if on_device:
+                    state["med"] = self._medians_xp(xp, X, G)
                 h = self._bandwidths(to_host(X) if Xh is None else Xh, state, rule)
             else:
                 h = self._bandwidths(X, state, rule)
@@ -548,6 +562,73 @@ class SlicedSVGD(_ParticleSampler):
         drive, repulse = sliced_svgd_terms_xp(xp, (X @ Rd.T) @ GrT, S @ Rd.T, gdiag, p0,
                                               code, beta)
         return drive @ Rd, repulse @ Rd
+
+    def _on_device(self, X):
+        """Whether the direction ascent, the medians and the history's discrepancy of
+        particles ``X`` run on their device: on an accelerator
+        (:func:`~skstein._xp.waits_for_device`) with the RBF kernel, whose pair terms
+        are sums of batched products there (:func:`~skstein._flows_xp.sliced_pass_xp`).
+        Elsewhere they run on host copies (the compiled passes are faster on a CPU)."""
+        return waits_for_device(X) and kernel_code(self.kernel, self.kernel_params)[0] == 0
+
+    def _medians_xp(self, xp, X, G):
+        """:meth:`_medians` of the projections ``X G^T`` of device particles."""
+        m = min(X.shape[0], 1000)
+        return projection_medians_xp(xp, X[:m, :] @ _put(xp, X, G.T))
+
+    def _update_directions_xp(self, xp, X, S, state):
+        """:meth:`_update_directions` of device particles."""
+        if isinstance(self.bandwidth, str) and state["med"] is None:
+            state["med"] = self._medians_xp(xp, X, state["G"])
+        self._ascend_xp(xp, X, S, self._bandwidths(X, state, "median"), state)
+
+    def _ascend_xp(self, xp, X, S, h, state):
+        """:meth:`_ascend` of one set of device particles: the pair sums and the
+        gradient on the device, read back (``d x d`` and ``d`` values) for the Adam
+        step of the directions, which stay on the host."""
+        n, d = X.shape
+        G, R = state["G"], state["R"]
+        Rd = _put(xp, X, R)
+        A = S if state["axes"] else S @ xp.permute_dims(Rd, (1, 0))
+        _, p0, _ = _sliced_kernel_params(self.kernel, h, self.kernel_params)
+        p0 = _put(xp, X, p0)
+        scale = 1.0 / (n * (n - 1.0))
+        for _ in range(self.slice_steps):
+            c = _put(xp, X, np.einsum("kd,kd->k", R, G))
+            hsum, rho, psisum = sliced_pass_xp(xp, X @ _put(xp, X, G.T), A, c, p0)
+            grad = 2.0 * (xp.permute_dims(rho, (1, 0)) @ X) + psisum[:, None] * Rd
+            out = np.asarray(to_host(xp.concat([xp.reshape(grad, (d * d,)), hsum])),
+                             dtype=np.float64) * scale
+            values = out[d * d:]
+            check_stein_finite(values)
+            grad = out[:d * d].reshape(d, d)
+            check_stein_finite(grad)
+            G = _unit_rows(G + self.slice_learning_rate * state["adam"].step(
+                _tangent_unit_rows(grad, G)))
+            state["value"] = float(values.sum())
+        state["G"] = G
+
+    def _history_discrepancy_xp(self, xp, X, S, state):
+        """:meth:`_discrepancy` of device particles on their device (see
+        :meth:`_on_device`), in float64 where the device has it."""
+        import array_api_compat
+
+        if X.shape[0] < 2 or not self._on_device(X):
+            return super()._history_discrepancy_xp(xp, X, S, state)
+        if _supports_float64(xp, array_api_compat.device(X)):
+            X, S = xp.astype(X, xp.float64), xp.astype(S, xp.float64)
+        n, d = X.shape
+        G, R = state["G"], state["R"]
+        h = self._medians_xp(xp, X, G) if isinstance(self.bandwidth, str) else \
+            np.full(d, float(self.bandwidth))
+        _, p0, _ = _sliced_kernel_params(self.kernel, h, self.kernel_params)
+        A = S if state["axes"] else S @ xp.permute_dims(_put(xp, X, R), (1, 0))
+        hsum, _, _ = sliced_pass_xp(xp, X @ _put(xp, X, G.T), A,
+                                    _put(xp, X, np.einsum("kd,kd->k", R, G)),
+                                    _put(xp, X, p0), with_rho=False)
+        values = np.asarray(to_host(hsum), dtype=np.float64) / (n * (n - 1.0))
+        check_stein_finite(values)
+        return float(values.sum())
 
     def _snapshot_state(self, state):
         # the device copies of the directions are remade from the host's

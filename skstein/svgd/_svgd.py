@@ -146,8 +146,7 @@ class SVGD(_ParticleSampler):
         return SVGDTermsXp(xp, Xd, code, beta, scale, h, MIN_BANDWIDTH)
 
     def _terms_xp(self, xp, X, S, state, it, rng):
-        drive, repulse, _ = state.terms(X, S)
-        return drive, repulse
+        return state.terms(X, S)
 
     def _host_state(self, xp, state, device):
         return None
