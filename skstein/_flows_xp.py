@@ -19,7 +19,9 @@ The median bandwidth is the square root of the median of :math:`t_{ij}`, ``i < j
 that is zero), by a sort on the device, times the rule's factor. Sliced SVGD is ``D``
 one-dimensional kernels over the projections :math:`u = X G^\top`, in blocks of slices
 whose ``N x N x b`` differences stay within :data:`SLICE_BLOCK_BYTES` (on a device,
-:data:`SLICE_DEVICE_BYTES`).
+:data:`SLICE_DEVICE_BYTES`). On an accelerator, sliced SVGD's direction ascent and
+history take their pair sums from :func:`sliced_pass_xp` and their bandwidths from
+:func:`projection_medians_xp`.
 """
 
 import numpy as np

@@ -370,7 +370,7 @@ class _ParticleSampler(BaseEstimator):
     def _run_xp(self, xp, Xd, X, rng, warm, n_iter=None):
         """:meth:`_run` with an Array API namespace: particles, scores and the update on
         the device of ``Xd``; ``X`` is its validated host copy (for the bookkeeping
-        that runs on the host: history records, direction updates of SlicedSVGD).
+        that runs on the host: the step rules' constants, SlicedSVGD's directions).
 
         Reading a value on the host waits for the device, so on an accelerator
         (:func:`~skstein._xp.waits_for_device`) the check of the moved particles runs
