@@ -24,6 +24,8 @@ history take their pair sums from :func:`sliced_pass_xp` and their bandwidths fr
 :func:`projection_medians_xp`.
 """
 
+import functools
+
 import numpy as np
 
 from ._xp import is_device_array, to_host
@@ -274,6 +276,14 @@ def sliced_pass_xp(xp, U, A, c, p0, with_rho=True, budget=None):
     return xp.concat(hs, axis=0), rho, xp.concat(ps, axis=0)
 
 
+@functools.lru_cache(maxsize=4)
+def _upper_pairs(n):
+    """Flat indices ``i n + j`` of the pairs ``i < j`` of an ``n x n`` array (int64; kept,
+    so not to be written to)."""
+    iu, ju = np.triu_indices(n, 1)
+    return iu * n + ju
+
+
 def projection_medians_xp(xp, U, max_points=1000, budget=None):
     """:func:`skstein.flows.projection_medians` of projections on the device: per column,
     the median of ``|u_i - u_j|``, ``i < j``, over the first ``max_points`` rows (of the
@@ -297,8 +307,7 @@ def projection_medians_xp(xp, U, max_points=1000, budget=None):
     dev = _device(V)
     b = _slice_block(V, n, 3, budget)
     p = n * (n - 1) // 2
-    iu, ju = np.triu_indices(n, 1)
-    upper = xp.asarray(iu * n + ju, device=dev)       # the pairs i < j of a row-major n x n
+    upper = xp.asarray(_upper_pairs(n), device=dev)  # the pairs i < j of a row-major n x n
     VT = xp.permute_dims(V, (1, 0))
     out = []
     for k0 in range(0, m, b):

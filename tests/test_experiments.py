@@ -25,6 +25,23 @@ def test_run_trials_same_numbers_for_any_n_jobs():
     assert run_trials(_trial, 5, args=(2.0,), random_state=5, n_jobs=1) == a[:5]
 
 
+@pytest.mark.parametrize("n_trials", [1, 3, 7, 13])
+@pytest.mark.parametrize("chunks_per_worker", [0, 1, 2, 5])
+def test_trials_in_chunks_keep_their_order(monkeypatch, n_trials, chunks_per_worker):
+    # the trials of a setting go to the workers in chunks of unequal sizes (or one
+    # task per trial with 0): the results come back in seed order all the same
+    import skstein.experiments._runner as runner
+
+    want = run_trials(_trial, n_trials, args=(1.5,), random_state=2, n_jobs=1)
+    monkeypatch.setattr(runner, "CHUNKS_PER_WORKER", chunks_per_worker)
+    chunks = runner._chunks(n_trials, 2)
+    assert chunks[0][0] == 0 and chunks[-1][1] == n_trials
+    assert all(a < b for a, b in chunks)
+    assert all(b == a2 for (_, b), (a2, _) in zip(chunks, chunks[1:]))
+    got = run_trials(_trial, n_trials, args=(1.5,), random_state=2, n_jobs=2, verbose=False)
+    assert got == want
+
+
 def test_rejection_rate_reproducible_across_n_jobs():
     model = Gaussian(np.zeros(2))
     test = KSDTest(model, n_bootstrap=100)
