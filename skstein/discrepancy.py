@@ -31,7 +31,6 @@ from ._numba.learning import slice_chunks, sliced_grad_upper
 from ._numba.sliced import shared_direction_rows, sliced_stein_rows, sliced_stein_upper
 from ._bootstrap import (FORM_DTYPE, STACKED_FORM_BLOCK, block_forms, bootstrap_forms,
                          weight_columns)
-from ._numba._blas import gemm_nt_blocks
 from ._numba.bootstrap import scaled_single
 from ._numba.features import stein_pairs
 from ._numba.stein import (
@@ -50,6 +49,7 @@ from .kernels import (
     make_kernel,
     median_bandwidth,
     median_bandwidth_1d,
+    product_nt,
 )
 
 __all__ = ["ksd", "stein_matrix", "ksd_power_criterion", "resolve_bandwidth", "DEFAULT_MAX_MEMORY",
@@ -589,38 +589,6 @@ class SlicedSteinSums(SteinSums):
 #: Below this many pair-evaluations a sliced pass runs on one thread: waking the
 #: thread pool costs more than the work (results are identical either way).
 SERIAL_PAIR_EVALUATIONS = 2**20
-
-
-#: Matrix products of at least this many multiply-adds inside the sliced passes run by
-#: blocks of rows on numba's threads (:func:`product_nt`); smaller ones are one
-#: one-thread BLAS call.
-POOLED_PRODUCT_MADDS = 2**21
-
-
-def product_nt(A, B):
-    """``A @ B.T`` in float64, C-contiguous: by blocks of rows of ``A`` on numba's threads,
-    each a one-thread BLAS product (:func:`skstein._numba._blas.gemm_nt_blocks`), from
-    :data:`POOLED_PRODUCT_MADDS` multiply-adds on; else one BLAS call.
-
-    Inside skstein's computations BLAS runs on one thread (:mod:`skstein._threads`), so
-    the products between the sliced passes (projections, Gram matrices of ``n`` points
-    and ``m`` slices) would otherwise run on one core. The blocks (64 rows, a multiple
-    of 64 beyond 4096 rows) depend on the shapes alone: the same numbers for any number
-    of threads (with OpenBLAS, in every case tried, the same bits as one product;
-    16-row blocks were not). On the development machine, 1000 x 100 x 100 to
-    800 x 800 x 100 products took 1.0-1.2 times one BLAS call's time on one thread,
-    0.6-0.8 times on two.
-    """
-    A = np.ascontiguousarray(A, dtype=np.float64)
-    B = np.ascontiguousarray(B, dtype=np.float64)
-    m, k = A.shape
-    n = B.shape[0]
-    if m * k * n < POOLED_PRODUCT_MADDS:
-        return np.ascontiguousarray(A @ B.T)
-    C = np.empty((m, n))
-    with single_blas():
-        gemm_nt_blocks(A, B, C, 64 * max(1, -(-m // 4096)))
-    return C
 
 
 def _threads_for(n_rows, n_cols, m):

@@ -33,6 +33,10 @@ def _ksd():
         KSDTest(model, kernel=kernel, n_bootstrap=100, random_state=0).test(X)
     KSDTest(model, bandwidth="median", n_bootstrap=100, random_state=0).test(X)
     KSDTest(model, kernel="imq", bootstrap="rademacher", n_bootstrap=100, random_state=0).test(X)
+    # the median bandwidth of larger samples forms its Gram product on numba's threads
+    from .kernels import median_bandwidth
+
+    median_bandwidth(np.random.default_rng(1).standard_normal((300, 30)))
 
 
 def _maxsksd():

@@ -250,13 +250,22 @@ def test_symmetric_pass_matches_row_pass(code, p1):
             assert np.array_equal(a, b)
 
 
-def test_slice_chunks_only_where_threads_outnumber_tiles():
-    from skstein._numba.learning import MIN_CHUNK_SLICES, pair_blocks, slice_chunks
+def test_slice_chunks_fill_the_threads_turns():
+    from skstein._numba.learning import (CHUNK_BALANCE, MIN_CHUNK_SLICES, pair_blocks,
+                                         slice_chunks)
 
     assert slice_chunks(1000, 100, 16) == 1          # 16 tiles a round
-    assert slice_chunks(200, 100, 2) == 1
+    assert slice_chunks(200, 100, 2) == 1            # 6 tiles: 3 full turns of 2
     tiles = pair_blocks(200) // 2
-    assert slice_chunks(200, 100, 16) * tiles >= 16
+    for threads in (3, 4, 16, 64):
+        nk = slice_chunks(200, 100, threads)
+        items = nk * tiles
+        fill = items / (threads * -(-items // threads))
+        assert fill >= CHUNK_BALANCE and 100 // nk >= MIN_CHUNK_SLICES
+        # the fewest ranges that do so
+        assert all(k * tiles / (threads * -(-(k * tiles) // threads)) < CHUNK_BALANCE
+                   for k in range(1, nk))
+    assert slice_chunks(200, 100, 16) == 5           # 30 items, 2 turns of 16: not 3 (18)
     assert slice_chunks(200, 12, 16) == 12 // MIN_CHUNK_SLICES
 
 

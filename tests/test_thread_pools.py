@@ -137,7 +137,7 @@ def test_device_arrays_keep_the_callers_blas_threads(two_blas_threads):
 
 @pytest.mark.parametrize("m, k, n", [(3, 4, 5), (300, 80, 90), (1000, 100, 30)])
 def test_product_nt_equals_numpy_for_any_number_of_threads(m, k, n):
-    from skstein.discrepancy import POOLED_PRODUCT_MADDS, product_nt
+    from skstein.kernels import POOLED_PRODUCT_MADDS, product_nt
 
     rng = np.random.default_rng(m)
     A, B = rng.standard_normal((m, k)), rng.standard_normal((n, k))
@@ -178,3 +178,21 @@ def test_single_blas_blocks_ending_out_of_order_in_threads_restore_the_count(
     for t in threads:
         t.join()
     assert _blas_threads() == 2
+
+
+def test_pairwise_distances_of_pooled_gram_products_for_any_number_of_threads():
+    # the Gram product of the distances runs on numba's threads by row blocks fixed by
+    # the shape: the same bits on one thread and on all, and pdist's values
+    from scipy.spatial.distance import pdist
+
+    from skstein._threads import numba_threads
+    from skstein.kernels import POOLED_PRODUCT_MADDS, pairwise_distances_condensed
+
+    X = np.random.default_rng(3).standard_normal((300, 40)) + 5.0
+    X[7] = X[3]                                  # a repeated row: an exact zero
+    assert 300 * 40 * 300 >= POOLED_PRODUCT_MADDS
+    with numba_threads(1):
+        one = pairwise_distances_condensed(X)
+    assert np.array_equal(pairwise_distances_condensed(X), one)
+    np.testing.assert_allclose(one, pdist(X), rtol=1e-12)
+    assert one[np.flatnonzero(pdist(X) == 0)].max() == 0.0

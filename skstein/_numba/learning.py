@@ -227,18 +227,33 @@ def pair_blocks(n):
 MIN_CHUNK_SLICES = 8
 
 
+#: :func:`slice_chunks` takes the fewest ranges whose items fill the threads' turns at
+#: least this well (items / (threads x turns)).
+CHUNK_BALANCE = 0.9
+
+
 @njit(cache=True)
 def slice_chunks(n, m, threads):
-    """Ranges of slices per tile of :func:`sliced_grad_upper`: one while a round's
-    ``pair_blocks(n) // 2`` tiles give every one of ``threads`` threads work, else
-    enough for one item per thread, each range at least :data:`MIN_CHUNK_SLICES`
-    slices (shorter loops cost a serial pass up to twice its time at N = 200). The
-    ranges split disjoint columns, so every output entry receives its terms in the same
-    order whatever their number: the results do not depend on ``threads``."""
+    """Ranges of slices per tile of :func:`sliced_grad_upper`: the fewest that give
+    the ``pair_blocks(n) // 2`` tiles of a round, cut into them, items that fill the
+    threads' turns at least :data:`CHUNK_BALANCE` of the way (18 items for 16 threads
+    take two turns, as 32 would: 30 take them nearly full), each range at least
+    :data:`MIN_CHUNK_SLICES` slices (shorter loops cost a serial pass up to twice its
+    time at N = 200); the best balance found when none does. The ranges split disjoint
+    columns, so every output entry receives its terms in the same order whatever their
+    number: the results do not depend on ``threads``."""
     tiles = pair_blocks(n) // 2
-    if tiles >= threads:
-        return 1
-    return max(1, min(m // MIN_CHUNK_SLICES, -(-threads // tiles)))
+    most = max(1, m // MIN_CHUNK_SLICES)
+    best, best_fill = 1, 0.0
+    for nk in range(1, most + 1):
+        items = tiles * nk
+        turns = -(-items // threads)
+        fill = items / (threads * turns)
+        if fill >= CHUNK_BALANCE:
+            return nk
+        if fill > best_fill + 1e-12:
+            best, best_fill = nk, fill
+    return best
 
 
 @njit(cache=True, inline="always")
