@@ -196,3 +196,25 @@ def test_pairwise_distances_of_pooled_gram_products_for_any_number_of_threads():
     assert np.array_equal(pairwise_distances_condensed(X), one)
     np.testing.assert_allclose(one, pdist(X), rtol=1e-12)
     assert one[np.flatnonzero(pdist(X) == 0)].max() == 0.0
+
+
+def test_shared_direction_pass_for_any_number_of_threads():
+    # one direction for every slice: one parallel pass over rows from a few thousand
+    # pairs on, each row in a fixed order, so one thread and all give the same bits
+    from skstein.discrepancy import SERIAL_SHARED_PAIRS, sliced_stein_sums
+
+    rng = np.random.default_rng(8)
+    n, d = 150, 6
+    assert n * n >= SERIAL_SHARED_PAIRS
+    X = rng.standard_normal((n, d))
+    S = -X + 0.2 * rng.standard_normal((n, d))
+    g = rng.standard_normal(d)
+    g /= np.linalg.norm(g)
+    G, R = np.tile(g, (d, 1)), np.eye(d)
+    runs = []
+    for threads in (1, None):
+        with numba_threads(threads) if threads else single_blas():
+            runs.append(sliced_stein_sums(X, S, G, R, np.full(d, 0.8), return_matrix=True))
+    a, b = runs
+    assert a.offdiag_sum == b.offdiag_sum
+    assert np.array_equal(a.upper, b.upper) and np.array_equal(a.pair_sums, b.pair_sums)
