@@ -153,7 +153,7 @@ def _stein_kernels(xp, t, SS, cross, name, beta, p0, scale):
     * IMQ, :math:`\kappa = b^\beta`, :math:`b = 1 + pt`, :math:`u = 1/b`:
       :math:`h = \kappa\,(s s' + a u\,(c + \gamma t u))` with :math:`a = -2\beta p`,
       :math:`\gamma = 2(\beta - 1)p`; as :math:`\gamma t u = 2(\beta - 1)(1 - u)` and
-      with the scale folded into the base, ten passes (twelve before),
+      with the scale folded into the base, nine passes (twelve before),
 
     where :math:`c` is the cross term plus D; both equal
     :math:`\kappa s s' - 2\kappa' c - 4t\kappa''` (DESIGN section 3.2).
@@ -168,19 +168,21 @@ def _stein_kernels(xp, t, SS, cross, name, beta, p0, scale):
         Q *= 2.0 * p0
     else:
         # sigma = scale^(1/beta) folds the scale into the base: B = sigma (1 + p t) gives
-        # B^beta = scale kappa and V = 1 / B = u / sigma; since p t u = 1 - u, the
-        # bracket c + gamma t u is c + 2(beta - 1) - 2(beta - 1) u, whose constant
-        # joins the cross term once for all kernels
+        # B^beta = scale kappa and 1 / B = u / sigma, so W = a / B with a = -2 beta p
+        # sigma is -2 beta p u in one pass. Since p t u = 1 - u, the bracket
+        # c + gamma t u is c + 2(beta - 1) + g u with g = -2(beta - 1), whose constant
+        # joins the cross term once for all kernels: h = kappa (s s' + W (c - g
+        # + (g sigma / a) W))
         sigma = 1.0 if scale is None else scale ** (1.0 / beta)
         B = t[None, ...] * (p0 * sigma)
         B += sigma
         K = B ** beta
-        V = 1.0 / B
+        a = (-2.0 * beta) * p0 * sigma
+        W = a / B
         g = -2.0 * (beta - 1.0)
-        Q = V * (g * sigma)
+        Q = W * (g * sigma / a)
         Q += (cross - g)[None, ...]
-        Q *= V
-        Q *= (-2.0 * beta) * p0 * sigma
+        Q *= W
     Q += SS[None, ...]
     Q *= K
     return Q
