@@ -305,11 +305,88 @@ def test_fourth_moment_finds_rotated_tails():
     assert rejects == {False: 1, True: 3}
 
 
-@pytest.mark.parametrize("bad", ["yes", 1, None])
-def test_bad_moment(bad):
+@pytest.mark.parametrize("bad,error", [("yes", ValueError), (1, TypeError),
+                                       (None, TypeError)])
+def test_bad_moment(bad, error):
     X = np.random.default_rng(0).standard_normal((40, 3))
-    with pytest.raises(TypeError, match="moment"):
+    with pytest.raises(error, match="moment"):
         MaxSKSDTest(Gaussian(np.zeros(3)), moment=bad).test(X)
+
+
+@pytest.mark.parametrize("cv", [None, 2])
+def test_pooled_fourth_moment(cv):
+    # moment="pooled": the learned statistics (split or folds) at alpha / 2 and the
+    # whole sample's fourth moment about its mean at alpha / 2, p = 2 min(p1, p2)
+    from skstein._random import as_generator
+    from skstein.gof._maxsksd import StudentisedMean, crossed_fourth_moment_terms
+
+    model = Gaussian(np.zeros(6))
+    X, _ = _rotated_laplace(300, 6, 3)
+    test = MaxSKSDTest(model, variant="rg", n_slices=3, moment="pooled", cv=cv,
+                       n_bootstrap=200, random_state=4)
+    res = test.test(X)
+    assert res.labels[-1] == "all: fourth moment"
+    # each half about the other half's mean: the third stream of random_state, first part
+    part_rng = as_generator(4).spawn(3)[2].spawn(2)[0]
+    xi = crossed_fourth_moment_terms(X, model.grad_logpdf(X), part_rng)
+    assert res.statistics[-1] == pytest.approx(StudentisedMean(xi).statistic(), rel=1e-12)
+    if cv is None:
+        assert len(res.labels) == 2 and res.labels[0].startswith("learned")
+        learned_p = res.pvalues[0]
+        np.testing.assert_allclose(res.pvalue_threshold, [0.025, 0.025])
+    else:
+        assert [lab[:6] for lab in res.labels[:2]] == ["fold 0", "fold 1"]
+        learned_p = min(1.0, 2 * res.pvalues[:2].min())
+        np.testing.assert_allclose(res.pvalue_threshold, [0.0125, 0.0125, 0.025])
+        assert not any("fourth" in lab for lab in res.labels[:2])
+    assert res.pvalue == pytest.approx(min(1.0, 2 * min(learned_p, res.pvalues[-1])))
+    assert res.reject == (res.pvalue <= 0.05)
+    again = MaxSKSDTest(model, variant="rg", n_slices=3, moment="pooled", cv=cv,
+                        n_bootstrap=200, random_state=4).test(X)
+    assert again.pvalue == res.pvalue
+    # discrepancy and score see the same statistics, the whole sample's fourth moment last
+    values = test.discrepancy(X)
+    n = X.shape[0]
+    assert values[-1] == pytest.approx((xi.sum() ** 2 - xi @ xi) / (n * (n - 1)))
+    assert np.isfinite(test.score(X))
+    # a fitted test keeps both moment candidates in its aggregated test, as moment=True
+    fitted = MaxSKSDTest(model, variant="rg", n_slices=3, moment="pooled", n_bootstrap=100,
+                         random_state=0).fit(X[:150])
+    assert [c[0] for c in fitted.candidates_[-2:]] == ["moment", "fourth moment"]
+    assert "fourth moment" in fitted.test(X[150:]).labels
+
+
+def test_crossed_fourth_moment_terms():
+    # each half's terms about the other half's mean, the halves those of crossfit_folds
+    from skstein.gof._maxsksd import (crossed_fourth_moment_terms, crossfit_folds,
+                                      fourth_moment_terms)
+
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((31, 4)) + 1.0
+    S = -X + 0.1
+    got = crossed_fourth_moment_terms(X, S, np.random.default_rng(9))
+    a, b = crossfit_folds(31, 2, np.random.default_rng(9))
+    want = np.empty(31)
+    want[a] = fourth_moment_terms(X[a], S[a], X[b].mean(axis=0))
+    want[b] = fourth_moment_terms(X[b], S[b], X[a].mean(axis=0))
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+@pytest.mark.slow
+def test_pooled_calibration():
+    # 100 null trials with a Student-t model, the fourth moment pooled over the whole
+    # sample beside two folds: rate <= alpha + 3 sd
+    from skstein.distributions import StudentT
+
+    d, n, R = 5, 200, 100
+    model = StudentT(d, 5.0)
+    rates = []
+    for seed in range(R):
+        X = model.rvs(n, random_state=300 + seed)
+        test = MaxSKSDTest(model, variant="rg", n_slices=2, moment="pooled", cv=2,
+                           n_bootstrap=100, max_iter=5, random_state=seed)
+        rates.append(test.test(X).reject)
+    assert np.mean(rates) <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / R)
 
 
 def test_moment_finds_a_variance_change_the_slices_dilute():

@@ -184,10 +184,48 @@ def crossfit_result(results, combine, alpha):
     )
 
 
+def pooled_result(learned, fourth, alpha, folds=False):
+    r"""The result of ``moment="pooled"``: the test of the learned statistics
+    (``learned``, a split or a cross-fitted result, run at ``alpha / 2``) and the whole
+    sample's fourth-moment test (``fourth``, at ``alpha / 2``), with the p-value
+    :math:`\min(1, 2 \min(p_{learned}, p_{fourth}))` (Bonferroni with equal weights,
+    valid whatever their dependence). ``statistics``, ``pvalues`` and ``labels`` hold
+    the learned result's parts (its folds, or its most significant candidate) and then
+    the fourth moment; ``pvalue_threshold`` is each part's level. ``folds``: ``learned``
+    is a cross-fitted result (:func:`crossfit_result`).
+    """
+    if folds:
+        parts = list(zip(learned.statistics, learned.pvalues, learned.labels))
+        levels = [learned.pvalue_threshold] * len(parts)
+    else:
+        label = "learned" if learned.labels is None else \
+            f"learned: {learned.labels[int(np.argmin(learned.pvalues))]}"
+        parts = [(learned.statistic, learned.pvalue, label)]
+        levels = [learned.alpha]
+    parts.append((fourth.statistic, fourth.pvalue, f"all: {FOURTH}"))
+    levels.append(fourth.alpha)
+    pvalue = float(min(1.0, 2.0 * min(learned.pvalue, fourth.pvalue)))
+    best = fourth if fourth.pvalue <= learned.pvalue else learned
+    thresholds = None if any(v is None for v in levels) else np.array(levels, dtype=float)
+    pvalues = np.array([p for _, p, _ in parts])
+    return GOFTestResult(
+        statistic=best.statistic, pvalue=pvalue, threshold=best.threshold,
+        reject=bool(pvalue <= alpha), alpha=float(alpha),
+        method=f"{learned.method[:-1]}; with the {fourth.method}, each at alpha / 2)",
+        n_samples=fourth.n_samples, bootstrap=learned.bootstrap,
+        n_bootstrap=learned.n_bootstrap, bandwidth=best.bandwidth,
+        null_distribution=best.null_distribution,
+        statistics=np.array([t for t, _, _ in parts]), pvalues=pvalues,
+        rejected=None if thresholds is None else pvalues <= thresholds,
+        pvalue_threshold=thresholds, labels=tuple(lab for _, _, lab in parts))
+
+
 #: Labels of the candidates of ``moment=True``: the second moments along the learned
 #: direction, and the fourth moments about the learning sample's mean.
 MOMENT = "moment"
 FOURTH = "fourth moment"
+#: ``moment="pooled"``: the fourth moment tested once on the whole sample.
+POOLED = "pooled"
 
 
 def moment_direction(X, S):
@@ -234,6 +272,27 @@ def fourth_moment_terms(X, S, c):
     sample of unit-variance Laplace coordinates in any basis, :math:`E\,\xi = -3D`.
     """
     Y = X - c
+    return (np.einsum("ij,ij->i", S, Y) + (X.shape[1] + 2.0)) * np.einsum("ij,ij->i", Y, Y)
+
+
+def crossed_fourth_moment_terms(X, S, rng):
+    r""":func:`fourth_moment_terms` of every point about a centre it does not enter: the
+    sample is cut at random into two halves (``rng``), and each half's terms are taken
+    about the other half's mean.
+
+    The terms then have mean zero under the model exactly, as about a fixed centre.
+    About the mean of all points, each term's centre depends on the point itself, and
+    the mean of the terms shifts by about :math:`D/N` times their curvature in the
+    centre: at D = 50, N = 300 the bootstrap-t of the fourth moment alone rejected a
+    standard normal sample in 0.050 of 300 trials at level 0.025 about the sample's
+    mean, 0.030 about the other half's, 0.037 about the true mean.
+    """
+    n = X.shape[0]
+    C = np.empty_like(X)
+    halves = crossfit_folds(n, 2, rng)
+    for k, part in enumerate(halves):
+        C[part] = X[halves[1 - k]].mean(axis=0)
+    Y = X - C
     return (np.einsum("ij,ij->i", S, Y) + (X.shape[1] + 2.0)) * np.einsum("ij,ij->i", Y, Y)
 
 
@@ -413,7 +472,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         each valid whatever the dependence between the folds (each fold's directions
         depend on points that other folds test, so the p-values depend on each other
         in a way that no joint bootstrap accounts for).
-    moment : bool, default=False
+    moment : bool or "pooled", default=False
         Also test the linear Stein statistic along the direction ``u`` where the
         learning sample's second moments depart most from the model's: the
         eigenvector of the largest :math:`|\lambda|` of its Stein moment matrix
@@ -446,6 +505,19 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         U-statistic of :math:`\xi_i \xi_j`. ``candidates_`` holds ``u`` and ``c`` as
         the one-row ``G`` of the two. See ``gof-rotated`` for what they earn with
         ``cv=2``.
+
+        ``"pooled"``: the fourth-moment statistic needs no learned direction, so a test
+        that learns on its own input (a split, or ``cv`` folds) tests it once, on the
+        whole sample about its mean, instead of in each fold; the learned statistics
+        (with the second-moment direction) are tested at ``alpha / 2`` and the fourth
+        moment at ``alpha / 2``, and the p-value is twice the smaller of the two
+        (Bonferroni with equal weights, valid whatever their dependence). The sample
+        is cut into two halves and each half's terms are taken about the other half's
+        mean (:func:`crossed_fourth_moment_terms`): about the mean of all points the
+        test rejected a true model twice as often as its level at D = 50, N = 300. The
+        result's
+        ``labels`` and ``pvalues`` end with ``"all: fourth moment"``. A fitted test
+        tests both statistics with its other candidates, as with ``True``.
     statistic : {"u", "v"}, default="u"
     bootstrap : {"multinomial", "rademacher"}, default="multinomial"
         As in :class:`KSDTest` (the multinomial bootstrap warns below 20 test points).
@@ -752,15 +824,52 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
     def _split(self, X, rng):
         return split_sample(X, self.train_size, rng)
 
-    def _moment_candidates(self, X):
+    def _moment_mode(self):
+        """``moment`` checked: False, True or ``"pooled"``."""
+        if isinstance(self.moment, str):
+            if self.moment != POOLED:
+                raise ValueError(f"moment must be a bool or {POOLED!r}, got {self.moment!r}.")
+            return POOLED
+        return check_bool(self.moment, "moment")
+
+    def _moment_candidates(self, X, learning=False):
         """``((MOMENT, u, u, None), (FOURTH, c, c, None))`` learned on ``X`` when
         ``moment`` (``u`` the moment direction, ``c`` the mean, each a (1, D) row),
-        else ``()``."""
-        if not check_bool(self.moment, "moment"):
+        else ``()``. ``learning``: ``X`` is the learning side of a test's own split or
+        folds, where ``moment="pooled"`` leaves the fourth moment to the whole sample
+        (:meth:`_pooled_fourth`)."""
+        mode = self._moment_mode()
+        if not mode:
             return ()
         u = moment_direction(X, evaluate_score(self.model, X, "model"))[None, :]
+        if learning and mode == POOLED:
+            return ((MOMENT, u, u.copy(), None),)
         c = X.mean(axis=0)[None, :]
         return ((MOMENT, u, u.copy(), None), (FOURTH, c, c.copy(), None))
+
+    def _pooled(self):
+        """Whether :meth:`test` tests the fourth moment once on its whole input."""
+        return self._moment_mode() == POOLED and not is_fitted(self)
+
+    def _pooled_fourth(self, X, rng, alpha):
+        """The fourth-moment test of the whole sample ``X`` alone, at ``alpha``: each
+        half about the other half's mean (:func:`crossed_fourth_moment_terms`), the
+        bootstrap-t of :class:`StudentisedMean` on its own draws."""
+        part_rng, boot_rng = rng.spawn(2)
+        xi = crossed_fourth_moment_terms(X, evaluate_score(self.model, X, "model"), part_rng)
+        V = bootstrap_weights(self.bootstrap, X.shape[0], self.n_bootstrap, boot_rng,
+                              self.statistic)
+        null = studentised_null(xi, V, self.bootstrap)
+        stat = StudentisedMean(xi).statistic()
+        pvalue = bootstrap_pvalue(stat, null)
+        return GOFTestResult(
+            statistic=float(stat), pvalue=float(pvalue),
+            threshold=bootstrap_threshold(null, alpha), reject=bool(pvalue <= alpha),
+            method=f"fourth moment of all {X.shape[0]} samples, each half about the other's "
+                   f"mean (studentised, {self.bootstrap} bootstrap-t)",
+            alpha=float(alpha), n_samples=X.shape[0], bootstrap=self.bootstrap,
+            n_bootstrap=int(self.n_bootstrap), bandwidth=np.full(1, np.nan),
+            null_distribution=null, labels=(FOURTH,))
 
     def _prepare(self, X, rng):
         """Validated test sample, its scores and the statistics to compute.
@@ -780,7 +889,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             Xtr, X = self._split(X, split_rng)
             with on_training_part(Xtr, self.train_size):
                 candidates = self._search(Xtr, search_rng)[0].candidates
-            candidates += self._moment_candidates(Xtr)
+            candidates += self._moment_candidates(Xtr, learning=True)
         S, specs = self._specs(X, candidates, rng)
         return X, S, specs
 
@@ -828,7 +937,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             Xtr, Xte = X[learn], X[test_idx]
             with _on_fold(Xtr, K):
                 candidates = self._search(Xtr, search_rng, ascent_size, starts)[0].candidates
-            candidates += self._moment_candidates(Xtr)
+            candidates += self._moment_candidates(Xtr, learning=True)
             S, specs = self._specs(Xte, candidates, spec_rng)
             out.append((Xte, S, specs))
         return out
@@ -846,26 +955,41 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
                                   kernel_params=self.kernel_params, max_memory=self.max_memory)
                 for Xp, S, specs in parts for name, G, R, rows in specs
                 for hk in ([None] if rows is None else rows)]
+        if self._pooled():  # the fourth moment of the whole sample, last (as in test)
+            X = check_samples(X, min_samples=4)
+            part_rng = as_generator(self.random_state).spawn(3)[2].spawn(2)[0]
+            sums.append(moment_sums(crossed_fourth_moment_terms(
+                X, evaluate_score(self.model, X, "model"), part_rng)))
         return sums, len(sums) > 1
 
     def _test(self, X):
         rng = as_generator(self.random_state)
         prep_rng, boot_rng = rng.spawn(2)
+        pooled = self._pooled()
+        # moment="pooled": half the level to the whole sample's fourth moment, half to
+        # the learned statistics (a weighted Bonferroni, valid under any dependence)
+        alpha = self.alpha / 2.0 if pooled else self.alpha
         if self._cross_fitted():
-            return self._crossfit_test(X, prep_rng, boot_rng)
-        X, S, specs = self._prepare(X, prep_rng)
-        return self._bootstrap_test(X, S, specs, boot_rng)
+            result = self._crossfit_test(X, prep_rng, boot_rng, alpha)
+        else:
+            Xp, S, specs = self._prepare(X, prep_rng)
+            result = self._bootstrap_test(Xp, S, specs, boot_rng, alpha)
+        if not pooled:
+            return result
+        fourth = self._pooled_fourth(check_samples(X, min_samples=4), rng.spawn(1)[0], alpha)
+        return pooled_result(result, fourth, self.alpha, folds=self._cross_fitted())
 
-    def _crossfit_test(self, X, prep_rng, boot_rng):
-        """The cross-fitted test: one test per fold, their p-values combined."""
+    def _crossfit_test(self, X, prep_rng, boot_rng, alpha=None):
+        """The cross-fitted test at ``alpha``: one test per fold, their p-values combined."""
+        alpha = self.alpha if alpha is None else alpha
         self._check_common_params()
         combine = check_choice(self.combine, "combine", COMBINATIONS)
         parts = self._prepare_folds(X, prep_rng)
         # Bonferroni: each fold tested at alpha / K, so that its threshold is the combination's
-        level = self.alpha / len(parts) if combine == "bonferroni" else self.alpha
+        level = alpha / len(parts) if combine == "bonferroni" else alpha
         results = [self._bootstrap_test(Xk, Sk, specs, rng, level)
                    for (Xk, Sk, specs), rng in zip(parts, boot_rng.spawn(len(parts)))]
-        return crossfit_result(results, combine, self.alpha)
+        return crossfit_result(results, combine, alpha)
 
     def _bootstrap_test(self, X, S, specs, boot_rng, alpha=None):
         """The bootstrap test of the statistics ``specs`` on ``X`` (aggregated if several)."""
