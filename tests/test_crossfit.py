@@ -357,19 +357,33 @@ def test_pooled_fourth_moment(cv):
 
 
 def test_crossed_fourth_moment_terms():
-    # each half's terms about the other half's mean, the halves those of crossfit_folds
-    from skstein.gof._maxsksd import (crossed_fourth_moment_terms, crossfit_folds,
-                                      fourth_moment_terms)
+    # each half's terms about the other half's mean, in the coordinates that whiten
+    # the other half (its Ledoit-Wolf whitening), the halves those of crossfit_folds
+    from skstein.gof._maxsksd import crossed_fourth_moment_terms, crossfit_folds
+    from skstein.kernels import whitening
 
     rng = np.random.default_rng(2)
-    X = rng.standard_normal((31, 4)) + 1.0
+    X = rng.standard_normal((31, 4)) * [0.3, 1.0, 2.0, 5.0] + 1.0
     S = -X + 0.1
     got = crossed_fourth_moment_terms(X, S, np.random.default_rng(9))
     a, b = crossfit_folds(31, 2, np.random.default_rng(9))
     want = np.empty(31)
-    want[a] = fourth_moment_terms(X[a], S[a], X[b].mean(axis=0))
-    want[b] = fourth_moment_terms(X[b], S[b], X[a].mean(axis=0))
-    np.testing.assert_allclose(got, want, rtol=1e-13)
+    for part, other in ((a, b), (b, a)):
+        A, B = whitening(X[other])
+        Y = (X[part] - X[other].mean(axis=0)) @ A
+        want[part] = (np.sum((S[part] @ B) * Y, axis=1) + 6.0) * np.sum(Y * Y, axis=1)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    # Stein's identity in the whitened coordinates: mean zero under a model with
+    # unequal variances (a large sample, about a reference drawn apart)
+    from skstein.distributions import Gaussian
+
+    model = Gaussian(np.zeros(3), np.diag([0.1, 1.0, 10.0]))
+    big = model.rvs(200000, random_state=1)
+    ref = model.rvs(500, random_state=2)
+    from skstein.gof._maxsksd import whitened_fourth_moment_terms
+
+    xi = whitened_fourth_moment_terms(big, model.grad_logpdf(big), ref)
+    assert abs(xi.mean()) < 4 * xi.std() / np.sqrt(big.shape[0])
 
 
 @pytest.mark.slow
