@@ -69,7 +69,7 @@ def combine_pvalues(pvalues, method="bonferroni"):
     but may depend on each other in any way (the folds of a cross-fitted test):
 
     * ``"bonferroni"``: :math:`K \min_k p_k`;
-    * ``"mean"``: :math:`2 \cdot rac1K \sum_k p_k`;
+    * ``"mean"``: :math:`2 \cdot \frac1K \sum_k p_k`;
     * ``"harmonic"``: :math:`c_K \cdot K / \sum_k p_k^{-1}` with :math:`c_K = e \log K`
       for :math:`K \ge 3` and :math:`c_2 = 2` (for two p-values :math:`e \log 2 < 2`
       does not bound the harmonic mean's error; twice it does, since it is at least
@@ -283,7 +283,7 @@ def whitened_fourth_moment_terms(X, S, reference):
     Stein's identity holds in any fixed linear coordinates, so the terms keep mean zero
     under the model when ``reference`` does not contain the points. In the data's own
     coordinates the terms of a model with unequal variances are products of quadratic
-    forms in two metrics (:math:`s^	op y` weighs the narrow directions, :math:`\|y\|^2`
+    forms in two metrics (:math:`s^\top y` weighs the narrow directions, :math:`\|y\|^2`
     the wide ones) and far heavier-tailed: for a rotated Gaussian model with variances
     0.1 to 10 (D = 5, N = 150) the bootstrap-t of the fourth moment alone rejected a
     true model in 0.05 of 1200 trials at level 0.025, and in 0.027 whitened.
@@ -529,7 +529,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
 
         ``"pooled"``: the fourth-moment statistic needs no learned direction, so a test
         that learns on its own input (a split, or ``cv`` folds) tests it once, on the
-        whole sample about its mean, instead of in each fold; the learned statistics
+        whole sample, instead of in each fold; the learned statistics
         (with the second-moment direction) are tested at ``alpha / 2`` and the fourth
         moment at ``alpha / 2``, and the p-value is twice the smaller of the two
         (Bonferroni with equal weights, valid whatever their dependence). The sample
