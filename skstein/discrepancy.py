@@ -589,8 +589,10 @@ class SlicedSteinSums(SteinSums):
 #: Below this many pair-evaluations a sliced pass runs on one thread: waking the
 #: thread pool costs more than the work (results are identical either way).
 SERIAL_PAIR_EVALUATIONS = 2**20
-#: The same for the pairs of :func:`_shared_direction_sums` (one pass for all slices).
-SERIAL_SHARED_PAIRS = 2**14
+#: What one pair of :func:`_shared_direction_sums` (one pass for all slices) weighs in
+#: pair-evaluations of :data:`SERIAL_PAIR_EVALUATIONS`: about 20 ns, a row of slices'
+#: work, so that pass takes the threads from 2^14 pairs on.
+SHARED_PAIR_WEIGHT = 64
 
 
 def _threads_for(n_rows, n_cols, m):
@@ -791,9 +793,8 @@ def _shared_direction_sums(X, S, g, slices, bandwidth, kernel, kernel_params, re
     H = np.empty((n, n))
     K = np.empty((n, n))
     hrow, wrow, rrow = np.empty(n), np.empty(n), np.empty(n)
-    # one pair here is a whole row of slices' work (about 20 ns): the pool pays from a
-    # few thousand pairs on (n = 800 ran on one thread below SERIAL_PAIR_EVALUATIONS)
-    with numba_threads(1) if n * n < SERIAL_SHARED_PAIRS else nullcontext():
+    # counted as one slice, n = 800 ran on one thread (SHARED_PAIR_WEIGHT)
+    with _threads_for(n, n, SHARED_PAIR_WEIGHT):
         shared_direction_rows(code, float(p0[0]), p1, u, b, float(c @ c), AA, return_matrix,
                               H, K, hrow, wrow, rrow)
     pair_sums = (np.einsum("ik,ik->k", A, product_nt(K, A.T)) - 4.0 * c * (A.T @ wrow)

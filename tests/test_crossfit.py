@@ -386,23 +386,6 @@ def test_crossed_fourth_moment_terms():
     assert abs(xi.mean()) < 4 * xi.std() / np.sqrt(big.shape[0])
 
 
-@pytest.mark.slow
-def test_pooled_calibration():
-    # 100 null trials with a Student-t model, the fourth moment pooled over the whole
-    # sample beside two folds: rate <= alpha + 3 sd
-    from skstein.distributions import StudentT
-
-    d, n, R = 5, 200, 100
-    model = StudentT(d, 5.0)
-    rates = []
-    for seed in range(R):
-        X = model.rvs(n, random_state=300 + seed)
-        test = MaxSKSDTest(model, variant="rg", n_slices=2, moment="pooled", cv=2,
-                           n_bootstrap=100, max_iter=5, random_state=seed)
-        rates.append(test.test(X).reject)
-    assert np.mean(rates) <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / R)
-
-
 def test_moment_finds_a_variance_change_the_slices_dilute():
     # variance 1.6 along a random direction in 20-D, n = 600: the moment statistic
     # rejects in all of 5 trials (2-fold cross-fitting)
@@ -414,8 +397,10 @@ def test_moment_finds_a_variance_change_the_slices_dilute():
 
 
 @pytest.mark.slow
-def test_moment_calibration():
-    # 100 null trials with a Student-t model (skewed, heavy-tailed Stein terms):
+@pytest.mark.parametrize("moment,offset", [(True, 200), ("pooled", 300)])
+def test_moment_calibration(moment, offset):
+    # 100 null trials with a Student-t model (skewed, heavy-tailed Stein terms), the
+    # fourth moment in each fold (True) or once on the whole sample ("pooled"):
     # rate <= alpha + 3 sd
     from skstein.distributions import StudentT
 
@@ -423,8 +408,8 @@ def test_moment_calibration():
     model = StudentT(d, 5.0)
     rates = []
     for seed in range(R):
-        X = model.rvs(n, random_state=200 + seed)
-        test = MaxSKSDTest(model, variant="rg", n_slices=2, moment=True, cv=2,
+        X = model.rvs(n, random_state=offset + seed)
+        test = MaxSKSDTest(model, variant="rg", n_slices=2, moment=moment, cv=2,
                            n_bootstrap=100, max_iter=5, random_state=seed)
         rates.append(test.test(X).reject)
     assert np.mean(rates) <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / R)

@@ -201,11 +201,12 @@ def test_pairwise_distances_of_pooled_gram_products_for_any_number_of_threads():
 def test_shared_direction_pass_for_any_number_of_threads():
     # one direction for every slice: one parallel pass over rows from a few thousand
     # pairs on, each row in a fixed order, so one thread and all give the same bits
-    from skstein.discrepancy import SERIAL_SHARED_PAIRS, sliced_stein_sums
+    from skstein.discrepancy import (SERIAL_PAIR_EVALUATIONS, SHARED_PAIR_WEIGHT,
+                                     sliced_stein_sums)
 
     rng = np.random.default_rng(8)
     n, d = 150, 6
-    assert n * n >= SERIAL_SHARED_PAIRS
+    assert n * n * SHARED_PAIR_WEIGHT >= SERIAL_PAIR_EVALUATIONS
     X = rng.standard_normal((n, d))
     S = -X + 0.2 * rng.standard_normal((n, d))
     g = rng.standard_normal(d)
