@@ -745,7 +745,7 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
                       schedule="cosine", max_iter=20, tol=1e-3, patience=10, n_restarts=1,
                       bandwidth_every=10, validation_fraction=0.25, batch_size=None,
                       orthogonal_slices=True, starts=None, ascent_size=None,
-                      random_state=None):
+                      random_state=None, scores=None):
     """Learn maxSKSD directions (and slices) on the training sample ``X``.
 
     Parameters
@@ -821,6 +821,10 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
         cost grows linearly, use all of ``X``. ``None``: all of ``X``.
     random_state : None, int or Generator
         Random initialisations, the split, and the median heuristic's subsample.
+    scores : array-like of shape (n_samples, n_features), default=None
+        The model's scores at the rows of ``X``, when already computed (a test that
+        learns and tests on parts of one sample evaluates its score once); ``None``:
+        ``model`` is evaluated at ``X``.
 
     Returns
     -------
@@ -864,7 +868,8 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
     if ascent_size is not None:
         ascent_size = check_positive_int(ascent_size, "ascent_size", minimum=2)
     rng = as_generator(random_state)
-    S = evaluate_score(model, X)
+    # given scores: checked for shape and finiteness (their tails by whoever computed them)
+    S = evaluate_score(model, X, values=scores, check_tails=scores is None)
     X_all, S_all = X, S
     if ascent_size is not None and ascent_size < X.shape[0]:
         keep = np.sort(rng.permutation(X.shape[0])[:ascent_size])

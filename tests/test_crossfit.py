@@ -356,6 +356,31 @@ def test_pooled_fourth_moment(cv):
     assert "fourth moment" in fitted.test(X[150:]).labels
 
 
+@pytest.mark.parametrize("kw", [dict(cv=2, moment="pooled"), dict(moment=True),
+                                dict(cv=3, whiten="aggregate")])
+def test_the_score_is_evaluated_once(kw):
+    # a test that learns on its own input evaluates the model's score once, on the
+    # whole sample, and shares the rows between the search, the moment candidates, the
+    # folds and the pooled fourth moment: same numbers as evaluating each part apart
+    model = Gaussian(np.zeros(4))
+    X, _ = _rotated_laplace(120, 4, 5)
+    calls = []
+
+    def score(Y):
+        calls.append(Y.shape[0])
+        return model.grad_logpdf(Y)
+
+    counted = MaxSKSDTest(score, n_bootstrap=50, max_iter=3, random_state=1, **kw)
+    res = counted.test(X)
+    assert calls == [120]
+    calls.clear()
+    counted.discrepancy(X)
+    assert calls == [120]
+    same = MaxSKSDTest(model, n_bootstrap=50, max_iter=3, random_state=1, **kw).test(X)
+    assert same.pvalue == res.pvalue
+    np.testing.assert_allclose(same.statistics, res.statistics, rtol=1e-12)
+
+
 def test_crossed_fourth_moment_terms():
     # each half's terms about the other half's mean, in the coordinates that whiten
     # the other half (its Ledoit-Wolf whitening), the halves those of crossfit_folds

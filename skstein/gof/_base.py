@@ -19,7 +19,7 @@ from .._validation import (
 from ..kernels import KERNELS
 
 __all__ = ["SteinTestMixin", "is_fitted", "aggregated_result", "split_sample",
-           "on_training_part"]
+           "split_indices", "on_training_part"]
 
 
 def aggregated_result(stats, null, method, bandwidths, *, alpha, weights=None, **fields):
@@ -96,7 +96,12 @@ def split_sample(X, train_size, rng):
     ``train_size`` is a fraction in (0, 1) or a number of rows; each part keeps at least
     2 rows, in their original order.
     """
-    n = X.shape[0]
+    train, test = split_indices(X.shape[0], train_size, rng)
+    return X[train], X[test]
+
+
+def split_indices(n, train_size, rng):
+    """The sorted row indices ``(train, test)`` of :func:`split_sample` for ``n`` rows."""
     ts = train_size
     if isinstance(ts, bool) or not isinstance(ts, numbers.Real):
         raise TypeError(f"train_size must be a float in (0, 1) or an int, got {ts!r}.")
@@ -111,7 +116,7 @@ def split_sample(X, train_size, rng):
             f"train_size={ts!r} must leave at least 2 samples to learn on and 2 to test; "
             f"X has {n} samples.")
     perm = rng.permutation(n)
-    return X[np.sort(perm[:n_train])], X[np.sort(perm[n_train:])]
+    return np.sort(perm[:n_train]), np.sort(perm[n_train:])
 
 
 @contextmanager

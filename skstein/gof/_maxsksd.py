@@ -52,7 +52,7 @@ from ._base import (
     aggregated_result,
     is_fitted,
     on_training_part,
-    split_sample,
+    split_indices,
 )
 from ._common import SampleTestMethods
 
@@ -696,24 +696,25 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         self.max_memory = max_memory
         self.whiten = whiten
 
-    def _search(self, X, rng, ascent_size=None, starts=None):
+    def _search(self, X, rng, ascent_size=None, starts=None, S=None):
         """The direction search in each geometry of ``whiten``, and the whitening.
 
         Returns ``(result, whitening)``: whitened candidates are mapped back to the
         data's coordinates (:func:`_from_whitened`) and named ``"<start>, whitened"``;
         with ``whiten="aggregate"`` the result is the Euclidean search's, with the
-        whitened candidates after its own.
+        whitened candidates after its own. ``S``: the model's scores at ``X`` when
+        already computed.
         """
         geometries = check_whiten(self.whiten)
         white = whitening(X) if "whitened" in geometries else None
         results = []
         for geometry in geometries:
             if geometry == "euclidean":
-                results.append(self._search_in(X, self.model, rng, ascent_size, starts))
+                results.append(self._search_in(X, self.model, rng, ascent_size, starts, S))
                 continue
             A, B = white
             res = self._search_in(X @ A, _WhitenedScore(self.model, B), rng, ascent_size,
-                                  starts)
+                                  starts, None if S is None else S @ B)
             G, R, h = _from_whitened(res.directions, res.slices, res.bandwidth, A, B)
             candidates = tuple((f"{name}, whitened",) + _from_whitened(Gc, Rc, hc, A, B)
                                for name, Gc, Rc, hc in res.candidates)
@@ -725,7 +726,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
                           candidates=sum((r.candidates for r in results), ()))
         return res, white
 
-    def _search_in(self, X, model, rng, ascent_size=None, starts=None):
+    def _search_in(self, X, model, rng, ascent_size=None, starts=None, S=None):
         return search_directions(
             X, model, variant=self.variant, n_slices=self.n_slices, kernel=self.kernel,
             kernel_params=self.kernel_params, bandwidth=self.bandwidth, init=self.init,
@@ -735,18 +736,19 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             patience=self.patience, n_restarts=self.n_restarts,
             bandwidth_every=self.bandwidth_every, validation_fraction=self.validation_fraction,
             batch_size=self.batch_size, orthogonal_slices=self.orthogonal_slices,
-            random_state=rng)
+            random_state=rng, scores=S)
 
     def _check_params(self):
         """The checks run by :meth:`fit`: those shared by the Stein tests."""
         self._check_common_params()
 
     def _fit(self, X):
-        res, self.whitening_ = self._search(X, as_generator(self.random_state))
+        S = self._scores(X)
+        res, self.whitening_ = self._search(X, as_generator(self.random_state), S=S)
         self.directions_ = res.directions
         self.slices_ = res.slices
         self.bandwidth_ = res.bandwidth
-        self.candidates_ = res.candidates + self._moment_candidates(X)
+        self.candidates_ = res.candidates + self._moment_candidates(X, S)
         self.n_iter_ = res.n_iter
         self._ascent = None
 
@@ -842,8 +844,10 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         self._ascent = state
         return self
 
-    def _split(self, X, rng):
-        return split_sample(X, self.train_size, rng)
+    def _scores(self, X):
+        """The model's scores at the rows of ``X``: evaluated once per sample, then
+        shared by the search, the moment candidates and the tests of its parts."""
+        return evaluate_score(self.model, X, "model")
 
     def _moment_mode(self):
         """``moment`` checked: False, True or ``"pooled"``."""
@@ -853,16 +857,16 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             return POOLED
         return check_bool(self.moment, "moment")
 
-    def _moment_candidates(self, X, learning=False):
+    def _moment_candidates(self, X, S, learning=False):
         """``((MOMENT, u, u, None), (FOURTH, c, c, None))`` learned on ``X`` when
         ``moment`` (``u`` the moment direction, ``c`` the mean, each a (1, D) row),
-        else ``()``. ``learning``: ``X`` is the learning side of a test's own split or
+        else ``()``; ``S`` the scores at ``X``. ``learning``: ``X`` is the learning side of a test's own split or
         folds, where ``moment="pooled"`` leaves the fourth moment to the whole sample
         (:meth:`_pooled_fourth`)."""
         mode = self._moment_mode()
         if not mode:
             return ()
-        u = moment_direction(X, evaluate_score(self.model, X, "model"))[None, :]
+        u = moment_direction(X, S)[None, :]
         if learning and mode == POOLED:
             return ((MOMENT, u, u.copy(), None),)
         c = X.mean(axis=0)[None, :]
@@ -872,12 +876,13 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         """Whether :meth:`test` tests the fourth moment once on its whole input."""
         return self._moment_mode() == POOLED and not is_fitted(self)
 
-    def _pooled_fourth(self, X, rng, alpha):
-        """The fourth-moment test of the whole sample ``X`` alone, at ``alpha``: each
-        half about the other half's mean (:func:`crossed_fourth_moment_terms`), the
-        bootstrap-t of :class:`StudentisedMean` on its own draws."""
+    def _pooled_fourth(self, X, S, rng, alpha):
+        """The fourth-moment test of the whole sample ``X`` (scores ``S``) alone, at
+        ``alpha``: each half about the other half's mean
+        (:func:`crossed_fourth_moment_terms`), the bootstrap-t of
+        :class:`StudentisedMean` on its own draws."""
         part_rng, boot_rng = rng.spawn(2)
-        xi = crossed_fourth_moment_terms(X, evaluate_score(self.model, X, "model"), part_rng)
+        xi = crossed_fourth_moment_terms(X, S, part_rng)
         V = bootstrap_weights(self.bootstrap, X.shape[0], self.n_bootstrap, boot_rng,
                               self.statistic)
         null = studentised_null(xi, V, self.bootstrap)
@@ -892,30 +897,34 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             n_bootstrap=int(self.n_bootstrap), bandwidth=np.full(1, np.nan),
             null_distribution=null, labels=(FOURTH,))
 
-    def _prepare(self, X, rng):
+    def _prepare(self, X, rng, S=None):
         """Validated test sample, its scores and the statistics to compute.
 
         Returns ``(X, S, specs)`` with ``specs`` a list of ``(label, G, R, rows)``: each
         candidate set of directions (fitted, or learned on a split) with its
-        bandwidth rows (one row, or the collection of ``test_bandwidth``).
+        bandwidth rows (one row, or the collection of ``test_bandwidth``). Not fitted,
+        a given ``S`` holds the scores of ``X``, the validated whole sample.
         """
         self._check_common_params()
         if is_fitted(self):
             X = self._validate_X(X, reset=False)
             candidates = getattr(self, "candidates_", None) or (
                 ("given", self.directions_, self.slices_, self.bandwidth_),)
-        else:
+            return (X,) + self._specs(X, self._scores(X), candidates, rng)
+        if S is None:
             X = check_samples(X, min_samples=4)
-            split_rng, search_rng = rng.spawn(2)
-            Xtr, X = self._split(X, split_rng)
-            with on_training_part(Xtr, self.train_size):
-                candidates = self._search(Xtr, search_rng)[0].candidates
-            candidates += self._moment_candidates(Xtr, learning=True)
-        S, specs = self._specs(X, candidates, rng)
-        return X, S, specs
+            S = self._scores(X)
+        split_rng, search_rng = rng.spawn(2)
+        learn, test = split_indices(X.shape[0], self.train_size, split_rng)
+        Xtr, Str = X[learn], S[learn]
+        with on_training_part(Xtr, self.train_size):
+            candidates = self._search(Xtr, search_rng, S=Str)[0].candidates
+        candidates += self._moment_candidates(Xtr, Str, learning=True)
+        return (X[test],) + self._specs(X[test], S[test], candidates, rng)
 
-    def _specs(self, X, candidates, rng):
-        """The tested sample's scores and ``(label, G, R, rows)`` of every candidate set."""
+    def _specs(self, X, S, candidates, rng):
+        """``(S, specs)``: the tested sample's scores ``S`` and ``(label, G, R, rows)`` of
+        every candidate set."""
         tb = self.test_bandwidth
         collection = is_collection(tb) or (tb is not None and not isinstance(tb, str)
                                            and np.ndim(tb) == 2)
@@ -934,16 +943,19 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             else:
                 rows = np.asarray(h)[None, :]
             specs.append((name, G, R, rows))
-        return evaluate_score(self.model, X, "model"), specs
+        return S, specs
 
     def _cross_fitted(self):
         """Whether :meth:`test` cross-fits: ``cv`` given and the test not fitted."""
         return self.cv is not None and not is_fitted(self)
 
-    def _prepare_folds(self, X, rng):
-        """``[(X_k, S_k, specs_k)]``: each fold tested with directions learned on the others."""
+    def _prepare_folds(self, X, rng, S=None):
+        """``[(X_k, S_k, specs_k)]``: each fold tested with directions learned on the others
+        (a given ``S`` holds the scores of ``X``, the validated whole sample)."""
         K = check_cv(self.cv)
-        X = check_samples(X, min_samples=2 * K)
+        if S is None:
+            X = check_samples(X, min_samples=2 * K)
+            S = self._scores(X)
         split_rng, *fold_rngs = rng.spawn(K + 1)
         folds = crossfit_folds(X.shape[0], K, split_rng)
         ascent_size = _n_train(self.train_size, X.shape[0])
@@ -955,33 +967,43 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             search_rng, spec_rng = fold_rng.spawn(2)
             learn = np.ones(X.shape[0], dtype=bool)
             learn[test_idx] = False
-            Xtr, Xte = X[learn], X[test_idx]
+            Xtr, Str = X[learn], S[learn]
             with _on_fold(Xtr, K):
-                candidates = self._search(Xtr, search_rng, ascent_size, starts)[0].candidates
-            candidates += self._moment_candidates(Xtr, learning=True)
-            S, specs = self._specs(Xte, candidates, spec_rng)
-            out.append((Xte, S, specs))
+                candidates = self._search(Xtr, search_rng, ascent_size, starts,
+                                          Str)[0].candidates
+            candidates += self._moment_candidates(Xtr, Str, learning=True)
+            out.append((X[test_idx],) + self._specs(X[test_idx], S[test_idx], candidates,
+                                                    spec_rng))
         return out
 
     def _all_sums(self, X):
         """SlicedSteinSums of every statistic, and whether the test aggregates."""
         rng = as_generator(self.random_state).spawn(2)[0]
+        X, S = self._whole_sample(X)
         if self._cross_fitted():
-            self._check_common_params()
-            parts = self._prepare_folds(X, rng)
+            parts = self._prepare_folds(X, rng, S)
         else:
-            parts = [self._prepare(X, rng)]
+            parts = [self._prepare(X, rng, S)]
         sums = [moment_sums(_linear_terms(name, G, R, Xp, S)) if rows is None else
                 sliced_stein_sums(Xp, S, G, R, hk, kernel=self.kernel,
                                   kernel_params=self.kernel_params, max_memory=self.max_memory)
                 for Xp, S, specs in parts for name, G, R, rows in specs
                 for hk in ([None] if rows is None else rows)]
         if self._pooled():  # the fourth moment of the whole sample, last (as in test)
-            X = check_samples(X, min_samples=4)
             part_rng = as_generator(self.random_state).spawn(3)[2].spawn(2)[0]
-            sums.append(moment_sums(crossed_fourth_moment_terms(
-                X, evaluate_score(self.model, X, "model"), part_rng)))
+            sums.append(moment_sums(crossed_fourth_moment_terms(X, S, part_rng)))
         return sums, len(sums) > 1
+
+    def _whole_sample(self, X):
+        """``(X, S)``: a test that learns on its own input validates it and evaluates
+        the model's score on all of it once; a fitted test returns ``(X, None)`` (its
+        :meth:`_prepare` validates the tested sample against the fit)."""
+        self._check_common_params()
+        if is_fitted(self):
+            return X, None
+        K = check_cv(self.cv) if self._cross_fitted() else 2
+        X = check_samples(X, min_samples=max(4, 2 * K))
+        return X, self._scores(X)
 
     def _test(self, X):
         rng = as_generator(self.random_state)
@@ -990,22 +1012,23 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         # moment="pooled": half the level to the whole sample's fourth moment, half to
         # the learned statistics (a weighted Bonferroni, valid under any dependence)
         alpha = self.alpha / 2.0 if pooled else self.alpha
+        X, S = self._whole_sample(X)
         if self._cross_fitted():
-            result = self._crossfit_test(X, prep_rng, boot_rng, alpha)
+            result = self._crossfit_test(X, prep_rng, boot_rng, alpha, S)
         else:
-            Xp, S, specs = self._prepare(X, prep_rng)
-            result = self._bootstrap_test(Xp, S, specs, boot_rng, alpha)
+            Xp, Sp, specs = self._prepare(X, prep_rng, S)
+            result = self._bootstrap_test(Xp, Sp, specs, boot_rng, alpha)
         if not pooled:
             return result
-        fourth = self._pooled_fourth(check_samples(X, min_samples=4), rng.spawn(1)[0], alpha)
+        fourth = self._pooled_fourth(X, S, rng.spawn(1)[0], alpha)
         return pooled_result(result, fourth, self.alpha, folds=self._cross_fitted())
 
-    def _crossfit_test(self, X, prep_rng, boot_rng, alpha=None):
+    def _crossfit_test(self, X, prep_rng, boot_rng, alpha=None, S=None):
         """The cross-fitted test at ``alpha``: one test per fold, their p-values combined."""
         alpha = self.alpha if alpha is None else alpha
         self._check_common_params()
         combine = check_choice(self.combine, "combine", COMBINATIONS)
-        parts = self._prepare_folds(X, prep_rng)
+        parts = self._prepare_folds(X, prep_rng, S)
         # Bonferroni: each fold tested at alpha / K, so that its threshold is the combination's
         level = alpha / len(parts) if combine == "bonferroni" else alpha
         results = [self._bootstrap_test(Xk, Sk, specs, rng, level)
