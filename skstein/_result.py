@@ -8,13 +8,14 @@ __all__ = ["GOFTestResult", "RelativeTestResult"]
 
 
 def _fields_equal(a, b):
-    """Field-wise equality of two results of the same type; arrays compared by value."""
+    """Field-wise equality of two results of the same type; arrays compared by value
+    (NaN equal to NaN: the bandwidth rows of statistics without a bandwidth)."""
     if type(a) is not type(b):
         return NotImplemented
     for f in fields(a):
         x, y = getattr(a, f.name), getattr(b, f.name)
         if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
-            if x is None or y is None or not np.array_equal(x, y):
+            if x is None or y is None or not np.array_equal(x, y, equal_nan=True):
                 return False
         elif x != y:
             return False

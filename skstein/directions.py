@@ -463,6 +463,8 @@ def _ica_start(X, S, variant, m, rng, orthogonal_slices):
     d = X.shape[1]
     C = independent_directions(X, max(ICA_DIRECTIONS, m) if variant == "rg" else ICA_DIRECTIONS,
                                rng)
+    if len(C) == 0:  # a constant sample has no independent directions: the axes
+        return np.eye(d)[:m].copy(), np.eye(d)[:m].copy()
     M = _tanh_stein_moments(X, S, C)
     order = np.argsort(-np.abs(np.einsum("jd,dj->j", C, M)), kind="stable")
     if variant == "g":

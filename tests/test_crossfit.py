@@ -65,7 +65,8 @@ def _rotated_laplace(n, d, seed):
 
 def test_crossfit_result_fields():
     X = np.random.default_rng(0).standard_normal((240, 4))
-    test = MaxSKSDTest(Gaussian(np.zeros(4)), cv=3, n_bootstrap=200, random_state=0)
+    test = MaxSKSDTest(Gaussian(np.zeros(4)), cv=3, moment=False, n_bootstrap=200,
+                       random_state=0)
     res = test.test(X)
     assert res.pvalues.shape == (3,) and res.statistics.shape == (3,)
     assert res.bandwidths.shape == (3, 4)
@@ -91,7 +92,8 @@ def test_fitted_test_ignores_cv():
     X = np.random.default_rng(1).standard_normal((200, 3))
     a = MaxSKSDTest(Gaussian(np.zeros(3)), n_bootstrap=100, random_state=0).fit(X[:50])
     b = MaxSKSDTest(Gaussian(np.zeros(3)), cv=4, n_bootstrap=100, random_state=0).fit(X[:50])
-    assert a.test(X[50:]) == b.test(X[50:])
+    c = MaxSKSDTest(Gaussian(np.zeros(3)), cv=None, n_bootstrap=100, random_state=0).fit(X[:50])
+    assert a.test(X[50:]) == b.test(X[50:]) == c.test(X[50:])
 
 
 @pytest.mark.parametrize("cv", [1, 0, 2.5, True, "3"])
@@ -222,14 +224,14 @@ def test_moment_direction_points_at_the_variance_change():
 
 def test_moment_candidate_in_the_aggregated_test():
     X, _ = _variance_along(400, 8, 1)
-    test = MaxSKSDTest(Gaussian(np.zeros(8)), variant="rg", n_slices=4, moment=True,
+    test = MaxSKSDTest(Gaussian(np.zeros(8)), variant="rg", n_slices=4, moment=True, cv=None,
                        n_bootstrap=200, random_state=0)
     res = test.test(X)
     assert "moment" in res.labels and res.bandwidths.shape == (len(res.labels), 4)
     k = res.labels.index("moment")
     assert np.all(np.isnan(res.bandwidths[k])) and np.isfinite(res.statistics[k])
     assert len(np.atleast_1d(test.discrepancy(X))) == len(res.labels)
-    again = MaxSKSDTest(Gaussian(np.zeros(8)), variant="rg", n_slices=4, moment=True,
+    again = MaxSKSDTest(Gaussian(np.zeros(8)), variant="rg", n_slices=4, moment=True, cv=None,
                         n_bootstrap=200, random_state=0).test(X)
     assert again.pvalue == res.pvalue and np.array_equal(again.statistics, res.statistics)
     # fitted: the candidate is learned by fit and kept in candidates_

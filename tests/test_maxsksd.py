@@ -17,7 +17,9 @@ from skstein.experiments import rejection_rate
 def test_result_and_attributes():
     rng = np.random.default_rng(0)
     X = Laplace(5).rvs(300, random_state=rng)
-    test = MaxSKSDTest(Gaussian(np.zeros(5)), init="identity", n_bootstrap=200, random_state=0)
+    # the paper's Algorithm 1: one split, the sliced statistics alone
+    test = MaxSKSDTest(Gaussian(np.zeros(5)), init="identity", cv=None, moment=False,
+                       n_bootstrap=200, random_state=0)
     res = test.test(X)
     assert isinstance(res, GOFTestResult)
     assert res.n_samples == 240  # 0.2 of the sample learns the directions
@@ -41,7 +43,7 @@ def test_result_and_attributes():
 @pytest.mark.parametrize("variant", ["g", "rg"])
 def test_auto_search_aggregates_over_its_candidates(variant):
     X = Laplace(5).rvs(300, random_state=1)
-    test = MaxSKSDTest(Gaussian(np.zeros(5)), variant=variant, n_bootstrap=200,
+    test = MaxSKSDTest(Gaussian(np.zeros(5)), variant=variant, moment=False, n_bootstrap=200,
                        random_state=0).fit(X[:100])
     names = [c[0] for c in test.candidates_]
     from skstein.directions import AUTO_STARTS
@@ -270,7 +272,8 @@ def test_partial_fit_reproducible_and_validated():
 def test_test_bandwidth_replaces_the_learned_bandwidths_in_the_test_only():
     model = Gaussian(np.zeros(3))
     X = Laplace(3).rvs(200, random_state=4)
-    learned = MaxSKSDTest(model, init="identity", n_bootstrap=100, random_state=0).fit(X[:60])
+    learned = MaxSKSDTest(model, init="identity", moment=False, n_bootstrap=100,
+                          random_state=0).fit(X[:60])
     fixed = clone(learned).set_params(test_bandwidth=0.5).fit(X[:60])
     np.testing.assert_array_equal(fixed.directions_, learned.directions_)
     np.testing.assert_array_equal(fixed.bandwidth_, learned.bandwidth_)
@@ -285,10 +288,11 @@ def test_test_bandwidth_replaces_the_learned_bandwidths_in_the_test_only():
     res = learned.set_params(test_bandwidth="median").test(X[60:])
     h = resolve_sliced_bandwidth(X[60:] @ learned.directions_.T, "median")
     np.testing.assert_allclose(res.bandwidth, h, rtol=1e-12)
-    # also when test() learns the directions on a split
-    res = MaxSKSDTest(model, init="identity", test_bandwidth=[0.4, 0.5, 0.6], n_bootstrap=50,
-                      random_state=0).test(X)
-    np.testing.assert_array_equal(res.bandwidth, [0.4, 0.5, 0.6])
+    # also when test() learns the directions on a split, or on folds
+    for cv in (None, 2):
+        res = MaxSKSDTest(model, init="identity", test_bandwidth=[0.4, 0.5, 0.6], cv=cv,
+                          moment=False, n_bootstrap=50, random_state=0).test(X)
+        np.testing.assert_array_equal(res.bandwidth, [0.4, 0.5, 0.6])
     for bad, err in (("scott", ValueError), (-1.0, ValueError), ([1.0, 2.0], ValueError),
                      (True, TypeError)):
         with pytest.raises(err, match="test_bandwidth"):

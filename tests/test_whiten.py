@@ -166,7 +166,8 @@ def test_whitened_maxsksd_is_the_plain_test_on_whitened_coordinates(rng, variant
     X = model.rvs(300, random_state=rng) + 0.4
     train, held_out = X[:120], X[120:]
     A, B = whitening(train)
-    kw = dict(variant=variant, n_slices=2 if variant == "rg" else None, random_state=3)
+    kw = dict(variant=variant, n_slices=2 if variant == "rg" else None, moment=False,
+              random_state=3)
     white = MaxSKSDTest(model, whiten=True, **kw).fit(train)
     plain = MaxSKSDTest(lambda Y: model.grad_logpdf(Y @ B.T) @ B, **kw).fit(train @ A)
     np.testing.assert_allclose(white.whitening_[0], A)
@@ -184,9 +185,10 @@ def test_whitened_maxsksd_is_the_plain_test_on_whitened_coordinates(rng, variant
 def test_maxsksd_aggregate_geometries(rng):
     model, _, _ = _anisotropic(4)
     X = model.rvs(300, random_state=rng)
-    euclid = MaxSKSDTest(model, random_state=2).fit(X[:100])
-    white = MaxSKSDTest(model, whiten=True, random_state=2).fit(X[:100])
-    both = MaxSKSDTest(model, whiten="aggregate", random_state=2).fit(X[:100])
+    kw = dict(moment=False, random_state=2)
+    euclid = MaxSKSDTest(model, **kw).fit(X[:100])
+    white = MaxSKSDTest(model, whiten=True, **kw).fit(X[:100])
+    both = MaxSKSDTest(model, whiten="aggregate", **kw).fit(X[:100])
     names = [c[0] for c in both.candidates_]
     assert names == [c[0] for c in euclid.candidates_] + [c[0] for c in white.candidates_]
     # the Euclidean search comes first with the same random stream: its candidates and
@@ -197,7 +199,7 @@ def test_maxsksd_aggregate_geometries(rng):
     res = both.test(X[100:])
     assert res.labels == tuple(names) and len(res.statistics) == len(names)
     # unfitted: the split's training part is whitened, the rest tested
-    res = MaxSKSDTest(model, whiten="aggregate", random_state=2).test(X)
+    res = MaxSKSDTest(model, whiten="aggregate", cv=None, **kw).test(X)
     assert any(label.endswith("whitened") for label in res.labels)
 
 
