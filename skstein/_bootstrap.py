@@ -273,11 +273,13 @@ def bootstrap_threshold(null, alpha):
 
     ``statistic > threshold`` if and only if ``pvalue <= alpha`` (up to ties with the
     threshold itself); ``inf`` when ``n_draws`` is too small to ever reject at ``alpha``.
+    At a level of 1 (the corrected level of an aggregated test whose draws all tie,
+    e.g. a constant sample's zero statistics) it is the smallest draw.
     """
     k = int(np.floor(alpha * (1.0 + null.size) + 1e-9)) - 1  # most draws allowed >= stat
     if k < 0:
         return np.inf
-    return float(np.sort(null)[::-1][k])
+    return float(np.sort(null)[::-1][min(k, null.size - 1)])
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from skstein._bootstrap import (
     weight_columns,
 )
 from skstein.discrepancy import stein_row_blocks, stein_sums, stein_sums_and_forms
+from skstein.gof._base import aggregated_result
 from skstein.kernels import RBF
 from _reference import assert_forms_close
 
@@ -120,6 +121,12 @@ def test_pvalue_and_threshold_agree():
     assert bootstrap_pvalue(1e9, null) == pytest.approx(1 / 1000)
     assert bootstrap_pvalue(-1e9, null) == 1.0
     assert bootstrap_threshold(null[:10], 0.05) == np.inf
+    # the corrected level of an aggregated test whose draws all tie is 1: the
+    # threshold is then the smallest draw, and such a test does not reject
+    assert bootstrap_threshold(null[:50], 1.0) == null[:50].min()
+    res = aggregated_result(np.zeros(3), np.zeros((50, 3)), "tied", np.ones(3), alpha=0.025,
+                            n_samples=2, bootstrap="multinomial", n_bootstrap=50)
+    assert res.pvalue == 1.0 and not res.reject and res.threshold == 0.0
 
 
 def test_draws_equal_to_the_statistic_up_to_rounding_are_ties():

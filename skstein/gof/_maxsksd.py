@@ -148,8 +148,8 @@ def _on_fold(X_learn, n_folds):
     try:
         yield
     except ValueError as exc:
-        raise ValueError(f"learning on the other folds of cv={n_folds} "
-                         f"({X_learn.shape[0]} samples): {exc}") from exc
+        raise ValueError(f"learning on the other folds of X (cv={n_folds}, "
+                         f"{X_learn.shape[0]} samples): {exc}") from exc
 
 
 def crossfit_result(results, combine, alpha):
@@ -315,7 +315,13 @@ def crossed_fourth_moment_terms(X, S, rng):
     xi = np.empty(X.shape[0])
     halves = crossfit_folds(X.shape[0], 2, rng)
     for k, part in enumerate(halves):
-        xi[part] = whitened_fourth_moment_terms(X[part], S[part], X[halves[1 - k]])
+        other = X[halves[1 - k]]
+        try:
+            xi[part] = whitened_fourth_moment_terms(X[part], S[part], other)
+        except ValueError as exc:
+            raise ValueError(f"the fourth moment takes each half of X about the other half, "
+                             f"in the coordinates that whiten it; in a half of "
+                             f"{other.shape[0]} samples: {exc}") from exc
     return xi
 
 
@@ -953,7 +959,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         Xtr, Str = X[learn], S[learn]
         with on_training_part(Xtr, self.train_size):
             candidates = self._search(Xtr, search_rng, S=Str)[0].candidates
-        candidates += self._moment_candidates(Xtr, Str, learning=True)
+            candidates += self._moment_candidates(Xtr, Str, learning=True)
         return (X[test],) + self._specs(X[test], S[test], candidates, rng)
 
     def _specs(self, X, S, candidates, rng):
@@ -1005,7 +1011,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             with _on_fold(Xtr, K):
                 candidates = self._search(Xtr, search_rng, ascent_size, starts,
                                           Str)[0].candidates
-            candidates += self._moment_candidates(Xtr, Str, learning=True)
+                candidates += self._moment_candidates(Xtr, Str, learning=True)
             out.append((X[test_idx],) + self._specs(X[test_idx], S[test_idx], candidates,
                                                     spec_rng))
         return out
