@@ -178,9 +178,8 @@ def _variance_along(n, d, seed, variance=1.6):
     return Z + (np.sqrt(variance) - 1.0) * np.outer(Z @ v, v), v
 
 
-def test_moment_sums_and_forms_match_the_double_loop():
-    from skstein._bootstrap import bootstrap_weights
-    from skstein.gof._maxsksd import moment_forms, moment_sums, moment_terms
+def test_moment_sums_match_the_double_loop():
+    from skstein.gof._maxsksd import moment_sums, moment_terms
 
     rng = np.random.default_rng(3)
     X = rng.standard_normal((9, 3))
@@ -195,11 +194,6 @@ def test_moment_sums_and_forms_match_the_double_loop():
     np.testing.assert_allclose(sums.diag, np.diag(H), rtol=1e-12)
     np.testing.assert_allclose(sums.rowsums, H.sum(axis=1) - np.diag(H), rtol=1e-12)
     assert sums.statistic("u") == pytest.approx(off / (9 * 8), rel=1e-12)
-    V = bootstrap_weights("rademacher", 9, 5, np.random.default_rng(0))
-    forms = moment_forms(moment_terms(X, S, u), V)
-    slow = [sum(v[i] * v[j] * H[i, j] for i in range(9) for j in range(9) if i != j)
-            for v in V]
-    np.testing.assert_allclose(forms, slow, rtol=1e-10, atol=1e-14)
 
 
 def test_moment_terms_have_mean_zero_under_the_model():

@@ -378,12 +378,6 @@ def _linear_terms(name, G, R, X, S):
     return moment_terms(X, S, G[0])
 
 
-def moment_forms(xi, V):
-    r"""The off-diagonal bootstrap forms :math:`\sum_{i \ne j} v_i v_j \xi_i \xi_j`, one per
-    row ``v`` of ``V``."""
-    return (V @ xi) ** 2 - np.einsum("bi,bi,i->b", V, V, xi * xi)
-
-
 class _WhitenedScore:
     """The model's score in the whitened coordinates ``z = x A``: ``s(z B^T) B``."""
 
@@ -521,8 +515,11 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         single pair (slice ``u``, direction ``u``) with the linear kernel
         :math:`k(a, b) = ab` on the projections. It is aggregated with the sliced
         statistics in the same bootstrap (label ``"moment"``; its bandwidth row is
-        NaN), and learned by :meth:`fit` (kept in ``candidates_``), on the split or
-        on each fold's learning side. A change of variance along one direction
+        NaN), studentised like the fourth moment below (the multinomial bootstrap of
+        its U-statistic rejected true models in 0.038 / 0.021 of 3000 trials at level
+        0.0125 with 75 / 250 terms, where a fold of ``cv=2`` tests; the bootstrap-t
+        0.014 / 0.014), and learned by :meth:`fit` (kept in ``candidates_``), on the
+        split or on each fold's learning side. A change of variance along one direction
         shows in one of the slices of maxSKSD-rg, whose 1-D RBF kernels dilute it;
         the linear kernel along ``u`` tests it directly. It costs one
         eigendecomposition of a ``D x D`` matrix per learning sample.
@@ -1082,14 +1079,10 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         V = bootstrap_weights(self.bootstrap, n, self.n_bootstrap, boot_rng, self.statistic)
         sums, nulls, rows_all, labels = [], [], [], []
         for name, G, R, rows in specs:
-            if rows is None:  # a moment candidate
+            if rows is None:  # a moment candidate: the bootstrap-t of its terms' mean
                 xi = _linear_terms(name, G, R, X, S)
-                if name == FOURTH:
-                    sums.append(StudentisedMean(xi))
-                    nulls.append(studentised_null(xi, V, self.bootstrap)[:, None])
-                else:
-                    sums.append(moment_sums(xi))
-                    nulls.append(moment_forms(xi, V)[:, None])
+                sums.append(StudentisedMean(xi))
+                nulls.append(studentised_null(xi, V, self.bootstrap)[:, None])
                 rows_all.append(None)
                 labels.append(name)
                 continue
