@@ -139,7 +139,8 @@ folds' learned statistics (with the second-moment direction) at alpha / 4 each: 
 fourth moment needs no direction, so no fold has to give up half its points for it.
 Measured on seeds never used for a choice (s = 3410 to 3416, one per row, 200 trials
 for the nulls and 100 otherwise), the ``moment`` methods on the same trials where
-shown (their fourth moment whitened by the learning half too):
+shown (their fourth moment whitened by the learning half too; the second-moment
+statistic not yet studentised, see the ``cv2`` methods below for what that changed):
 
 ==================  ===  ====  ======  ======  ======  =======
 case                D    n     g:mom   g:pool  rg:mom  rg:pool
