@@ -19,7 +19,7 @@ from .._validation import (
 from ..kernels import KERNELS
 
 __all__ = ["SteinTestMixin", "is_fitted", "aggregated_result", "split_sample",
-           "split_indices", "on_training_part"]
+           "split_indices", "train_count", "on_training_part"]
 
 
 def aggregated_result(stats, null, method, bandwidths, *, alpha, weights=None, **fields):
@@ -100,17 +100,22 @@ def split_sample(X, train_size, rng):
     return X[train], X[test]
 
 
-def split_indices(n, train_size, rng):
-    """The sorted row indices ``(train, test)`` of :func:`split_sample` for ``n`` rows."""
+def train_count(train_size, n):
+    """``train_size`` (a fraction in (0, 1) of ``n`` rows, or a number) as a number of rows."""
     ts = train_size
     if isinstance(ts, bool) or not isinstance(ts, numbers.Real):
         raise TypeError(f"train_size must be a float in (0, 1) or an int, got {ts!r}.")
     if isinstance(ts, numbers.Integral):
-        n_train = int(ts)
-    else:
-        if not 0.0 < ts < 1.0:
-            raise ValueError(f"train_size must be in (0, 1) as a fraction, got {ts!r}.")
-        n_train = int(round(ts * n))
+        return int(ts)
+    if not 0.0 < ts < 1.0:
+        raise ValueError(f"train_size must be in (0, 1) as a fraction, got {ts!r}.")
+    return int(round(ts * n))
+
+
+def split_indices(n, train_size, rng):
+    """The sorted row indices ``(train, test)`` of :func:`split_sample` for ``n`` rows."""
+    ts = train_size
+    n_train = train_count(ts, n)
     if n < 4 or n_train < 2 or n - n_train < 2:
         raise ValueError(
             f"train_size={ts!r} must leave at least 2 samples to learn on and 2 to test; "

@@ -53,6 +53,7 @@ from ._base import (
     is_fitted,
     on_training_part,
     split_indices,
+    train_count,
 )
 from ._common import SampleTestMethods
 
@@ -131,15 +132,10 @@ def crossfit_folds(n, n_folds, rng):
 
 def _n_train(train_size, n):
     """``train_size`` (a fraction of ``n`` or a number) as a number of samples, at least 2."""
-    if isinstance(train_size, bool) or not isinstance(train_size, numbers.Real):
-        raise TypeError(f"train_size must be a float in (0, 1) or an int, got {train_size!r}.")
-    if isinstance(train_size, numbers.Integral):
-        if train_size < 2:
-            raise ValueError(f"train_size must be at least 2 learning points, got {train_size!r}.")
-        return int(train_size)
-    if not 0.0 < train_size < 1.0:
-        raise ValueError(f"train_size must be in (0, 1) as a fraction, got {train_size!r}.")
-    return max(int(round(train_size * n)), 2)
+    count = train_count(train_size, n)
+    if isinstance(train_size, numbers.Integral) and count < 2:
+        raise ValueError(f"train_size must be at least 2 learning points, got {train_size!r}.")
+    return max(count, 2)
 
 
 @contextmanager
@@ -947,7 +943,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             X = self._validate_X(X, reset=False)
             candidates = getattr(self, "candidates_", None) or (
                 ("given", self.directions_, self.slices_, self.bandwidth_),)
-            return (X,) + self._specs(X, self._scores(X), candidates, rng)
+            return X, self._scores(X), self._specs(X, candidates, rng)
         if S is None:
             X = check_samples(X, min_samples=4)
             S = self._scores(X)
@@ -957,11 +953,10 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         with on_training_part(Xtr, self.train_size):
             candidates = self._search(Xtr, search_rng, S=Str)[0].candidates
             candidates += self._moment_candidates(Xtr, Str, learning=True)
-        return (X[test],) + self._specs(X[test], S[test], candidates, rng)
+        return X[test], S[test], self._specs(X[test], candidates, rng)
 
-    def _specs(self, X, S, candidates, rng):
-        """``(S, specs)``: the tested sample's scores ``S`` and ``(label, G, R, rows)`` of
-        every candidate set."""
+    def _specs(self, X, candidates, rng):
+        """``(label, G, R, rows)`` of every candidate set, tested on ``X``."""
         tb = self.test_bandwidth
         collection = is_collection(tb) or (tb is not None and not isinstance(tb, str)
                                            and np.ndim(tb) == 2)
@@ -980,7 +975,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             else:
                 rows = np.asarray(h)[None, :]
             specs.append((name, G, R, rows))
-        return S, specs
+        return specs
 
     def _cross_fitted(self):
         """Whether :meth:`test` cross-fits: ``cv`` given and the test not fitted."""
@@ -1009,8 +1004,8 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
                 candidates = self._search(Xtr, search_rng, ascent_size, starts,
                                           Str)[0].candidates
                 candidates += self._moment_candidates(Xtr, Str, learning=True)
-            out.append((X[test_idx],) + self._specs(X[test_idx], S[test_idx], candidates,
-                                                    spec_rng))
+            out.append((X[test_idx], S[test_idx],
+                         self._specs(X[test_idx], candidates, spec_rng)))
         return out
 
     def _all_sums(self, X):
