@@ -29,3 +29,32 @@ def test_select_equals_numpy_partition(n, kind):
 def test_select_ends_on_nan():
     a = np.array([3.0, np.nan, 1.0] * 20)
     select_kth(a, 30)  # unspecified value, but it returns
+
+
+def test_select_random_sizes_ranks_and_ties():
+    # every rank of many small arrays, with few or many distinct values: the value,
+    # the partial order and the permutation, against NumPy's sort
+    rng = np.random.default_rng(7)
+    for _ in range(400):
+        n = int(rng.integers(1, 120))
+        a = rng.integers(0, int(rng.integers(1, 40)), n).astype(float)
+        if rng.random() < 0.5:
+            a += rng.standard_normal(n)
+        ref = np.sort(a)
+        k = int(rng.integers(0, n))
+        b = a.copy()
+        assert select_kth(b, k) == ref[k]
+        assert np.all(b[:k] <= b[k]) and np.all(b[k + 1:] >= b[k])
+        assert np.array_equal(np.sort(b), ref)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_select_ends_on_nans_anywhere(seed):
+    # NaNs in random places, as the pivot or not, or everywhere: it returns
+    rng = np.random.default_rng(seed)
+    for frac in (0.01, 0.3, 1.0):
+        a = rng.standard_normal(500)
+        a[rng.random(500) < frac] = np.nan
+        for k in (0, 250, 499):
+            select_kth(a.copy(), k)
+            select_pair(a.copy(), k)

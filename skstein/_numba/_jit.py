@@ -16,6 +16,14 @@ the compile time of its body). The kernels keep that short in three ways:
 * A function called from a ``prange`` loop gets its row index as ``np.int64(p)``:
   the loop variable is unsigned, and a row function called with both an unsigned
   and a signed index is compiled twice.
+
+One rule keeps the cache safe: a kernel compiled without numba's threads never calls
+one compiled with them; the Python caller calls the parallel kernel itself. Numba's
+cache does not keep such a call whole (numba issue 8578, open in 0.68): when the
+parallel callee had been compiled and cached by an earlier process and the serial
+caller was compiled on top of it, every later process that loaded the caller from the
+cache crashed (the median of ``svgd_field_serial`` called the parallel bracket; an SVGD
+fit of 100 particles segfaulted). ``tests/test_jit_rules.py`` checks the rule.
 """
 
 from numba.core.cpu_options import ParallelOptions

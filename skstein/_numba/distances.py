@@ -112,26 +112,10 @@ def _fill_two(d, a0, b0, a1, b1, nc, start0, start1, cand0, cand1):
 
 
 @njit(cache=True)
-def select_ranks(d, ranks, out):
-    r"""``out[q]`` = the ``ranks[q]``-th smallest value of ``d`` (0-based), without
-    reordering ``d``; False (``out`` unset) when a bracket misses.
-
-    A sample of :data:`SELECT_SAMPLE` values at low-discrepancy positions (golden-ratio
-    steps, not aligned with any row structure of ``d``) gives, for each rank, a bracket
-    ``[lo, hi]`` (two of its order statistics) that holds it with overwhelming probability;
-    overlapping brackets merge, and at most two are handled (more: False). One
-    parallel pass counts the values below and inside each, a second copies the inside
-    ones, and a selection among those gives each value. The counts are integers and
-    the values order statistics, so the result is exact and the same for any number
-    of threads.
-
-    Parameters
-    ----------
-    d : float64 array (m,), finite
-    ranks : int64 array (q,)
-        Ascending, in ``[0, m)``.
-    out : float64 array (q,)
-    """
+def _rank_brackets(d, ranks):
+    """The brackets of :func:`select_ranks`: ``(lo, hi, group, ok)``, ``group[q]`` the
+    bracket of rank ``q`` (an empty second bracket when one holds them all); ``ok`` is
+    False when they need more than two."""
     m = d.size
     s = SELECT_SAMPLE
     sample = np.empty(s)
@@ -151,7 +135,7 @@ def select_ranks(d, ranks, out):
             hi[ng - 1] = max(hi[ng - 1], b)
         else:
             if ng == 2:
-                return False
+                return lo, hi, group, False
             lo[ng] = a
             hi[ng] = b
             ng += 1
@@ -159,9 +143,14 @@ def select_ranks(d, ranks, out):
     if ng == 1:   # an empty second bracket
         lo[1] = np.inf
         hi[1] = -np.inf
-    nc = SELECT_CHUNKS
-    counts = np.empty((nc, 4), dtype=np.int64)
-    _count_two(d, lo[0], hi[0], lo[1], hi[1], nc, counts)
+    return lo, hi, group, True
+
+
+@njit(cache=True)
+def _bracket_offsets(ranks, group, counts):
+    """From the chunks' counts: the values below each bracket, each chunk's first slot
+    in each bracket's candidates, and whether every rank lies inside its bracket."""
+    nc = counts.shape[0]
     below = np.array([counts[:, 0].sum(), counts[:, 2].sum()])
     start0 = np.zeros(nc + 1, dtype=np.int64)
     start1 = np.zeros(nc + 1, dtype=np.int64)
@@ -169,15 +158,52 @@ def select_ranks(d, ranks, out):
         start0[c + 1] = start0[c] + counts[c, 1]
         start1[c + 1] = start1[c] + counts[c, 3]
     total = np.array([start0[nc], start1[nc]])
-    for q in range(nq):
+    for q in range(ranks.size):
         g = group[q]
         if ranks[q] < below[g] or ranks[q] >= below[g] + total[g]:
-            return False
+            return below, start0, start1, False
+    return below, start0, start1, True
+
+
+@njit(cache=True)
+def _select_candidates(ranks, group, below, cand0, cand1, out):
+    for q in range(ranks.size):
+        cand = cand0 if group[q] == 0 else cand1
+        out[q] = select_kth(cand, ranks[q] - below[group[q]])
+
+
+def select_ranks(d, ranks, out):
+    r"""``out[q]`` = the ``ranks[q]``-th smallest value of ``d`` (0-based), without
+    reordering ``d``; False (``out`` unset) when a bracket misses.
+
+    A sample of :data:`SELECT_SAMPLE` values at low-discrepancy positions (golden-ratio
+    steps, not aligned with any row structure of ``d``) gives, for each rank, a bracket
+    ``[lo, hi]`` (two of its order statistics) that holds it with overwhelming probability;
+    overlapping brackets merge, and at most two are handled (more: False). One
+    parallel pass counts the values below and inside each, a second copies the inside
+    ones, and a selection among those gives each value. The counts are integers and
+    the values order statistics, so the result is exact and the same for any number
+    of threads. The steps are compiled apart and called from here, so that no serial
+    kernel calls a parallel one (see :mod:`skstein._numba._jit`).
+
+    Parameters
+    ----------
+    d : float64 array (m,), finite
+    ranks : int64 array (q,)
+        Ascending, in ``[0, m)``.
+    out : float64 array (q,)
+    """
+    lo, hi, group, ok = _rank_brackets(d, ranks)
+    if not ok:
+        return False
+    nc = SELECT_CHUNKS
+    counts = np.empty((nc, 4), dtype=np.int64)
+    _count_two(d, lo[0], hi[0], lo[1], hi[1], nc, counts)
+    below, start0, start1, ok = _bracket_offsets(ranks, group, counts)
+    if not ok:
+        return False
     cand0 = np.empty(start0[nc])
     cand1 = np.empty(start1[nc])
     _fill_two(d, lo[0], hi[0], lo[1], hi[1], nc, start0, start1, cand0, cand1)
-    for q in range(nq):
-        cand = cand0 if group[q] == 0 else cand1
-        k = ranks[q] - below[group[q]]
-        out[q] = select_kth(cand, k)
+    _select_candidates(ranks, group, below, cand0, cand1, out)
     return True

