@@ -7,7 +7,10 @@ whole update: encoder and decoder passes, the posterior score, the (sliced) SVGD
 field of :meth:`skstein.SlicedSVGD.direction` with its direction update, backward
 passes and Adam. The VAE step draws the same 50 samples per image (its ELBO is
 averaged over them), so both steps push the same 5000 rows through the decoder.
-Amortised SVGD and the field alone are timed too. After one warm-up step of each
+Amortised SVGD and the field alone are timed too, and the floor of any amortised step:
+the same step with a zero field (``no field``: the implicit encoder's passes over the
+5000 rows, the decoder's pass, Adam), which a field of any cost adds to. After one
+warm-up step of each
 (compilation), the methods take turns in rounds, so that a change in the machine's
 load during the run falls on all of them alike: in each round each method takes 4
 steps in a row, the first untimed (back-to-back steps, as in training, find their
@@ -48,6 +51,15 @@ def _time_rounds(fns, rounds, block=4):
     return {name: np.array(t) for name, t in times.items()}
 
 
+class _ZeroField:
+    """A sampler whose field is zero: the step around the field, alone. It evaluates
+    the score (the decoder's pass, which the step's decoder update reuses)."""
+
+    def direction(self, Z, score):
+        score(Z)
+        return np.zeros_like(Z)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--latent", type=int, default=64)
@@ -84,6 +96,10 @@ def main(argv=None):
                     score = av.posterior_score(model.decoder, X)
                     fns[method + " field"] = (lambda s=sampler, Z=Z, sc=score:
                                               s.direction(Z, sc))
+            model = av.Model("svgd", D, rng)
+            opt = Adam(model.encoder + model.decoder, learning_rate=av.LEARNING_RATE)
+            fns["no field"] = (lambda m=model, o=opt: av.train_step(m, o, _ZeroField(), X, n,
+                                                                    rng))
             times = _time_rounds(fns, args.repeats)
     finally:
         numba.set_num_threads(old)
@@ -92,7 +108,7 @@ def main(argv=None):
           f"{args.threads} thread(s); median of {args.repeats}")
     for name, sec in results.items():
         print(f"  {name:<20s} {1e3 * sec:8.1f} ms")
-    for method, label in (("sliced-svgd", "S-SVGD"), ("svgd", "SVGD")):
+    for method, label in (("sliced-svgd", "S-SVGD"), ("svgd", "SVGD"), ("no field", "floor")):
         ratios = times[method] / times["vae"]
         q1, q3 = np.percentile(ratios, [25, 75])
         print(f"amortised {label:<6s} / VAE step: {np.median(ratios):.2f}x "
