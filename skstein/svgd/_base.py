@@ -215,7 +215,8 @@ class _ParticleSampler(BaseEstimator):
     def score(self, X, y=None):
         """Minus the discrepancy the sampler reduces, of ``X`` to the target.
 
-        :class:`SVGD`: the KSD (U-statistic, RBF kernel, median bandwidth).
+        :class:`SVGD`: the KSD (U-statistic, RBF kernel, the median bandwidth of the
+        first 1000 points).
         :class:`SlicedSVGD`: the sliced KSD (maxSKSD-g objective) along
         ``directions_``, the identity directions when not fitted.
 

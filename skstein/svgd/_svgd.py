@@ -12,6 +12,11 @@ from ._base import _check_particle_sets, _ParticleSampler, _supports_float64
 
 __all__ = ["SVGD"]
 
+#: The discrepancy of :meth:`SVGD.score` and of the history takes its median bandwidth
+#: from the first this many points (as :class:`~skstein.SlicedSVGD`'s medians do): the
+#: same points every time, so the same particles give the same number.
+DISCREPANCY_MEDIAN_POINTS = 1000
+
 
 class SVGD(_ParticleSampler):
     r"""Stein variational gradient descent (Liu & Wang 2016).
@@ -60,7 +65,8 @@ class SVGD(_ParticleSampler):
     n_iter_ : int
     history_ : dict of ndarrays
         ``iteration``, ``step_norm`` (mean particle step), ``discrepancy`` (KSD U-statistic,
-        RBF kernel, median bandwidth, of the particles before that iteration's step),
+        RBF kernel, median bandwidth of the first 1000 particles, of the particles
+        before that iteration's step),
         ``repulsive_force`` (mean norm of the repulsive term; "PARF"), ``variance``
         (per-dimension particle variance averaged over dimensions, before the step).
     n_features_in_ : int
@@ -156,7 +162,8 @@ class SVGD(_ParticleSampler):
             # the median heuristic needs two distinct particles: undefined in the
             # history, an error in score
             return float("nan")
-        kern = make_kernel("rbf", median_bandwidth(X, max_points=1000))
+        kern = make_kernel("rbf", median_bandwidth(X[:DISCREPANCY_MEDIAN_POINTS],
+                                                   max_points=None))
         return float(stein_sums(X, S, kern).statistic("u"))
 
     def _history_discrepancy_xp(self, xp, X, S, state):
@@ -171,6 +178,7 @@ class SVGD(_ParticleSampler):
         if X.shape[0] < 2 or bool(xp.all(X == X[0:1, :])):
             return float("nan")
         X, S = xp.astype(X, xp.float64), xp.astype(S, xp.float64)
-        kern = make_kernel("rbf", median_bandwidth(X, max_points=1000))
+        kern = make_kernel("rbf", median_bandwidth(X[:DISCREPANCY_MEDIAN_POINTS, :],
+                                                   max_points=None))
         sums, _ = xp_sums_and_forms(X, S, [kern], None)
         return float(sums[0].statistic("u"))
