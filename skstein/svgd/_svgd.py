@@ -178,7 +178,7 @@ class SVGD(_ParticleSampler):
         if X.shape[0] < 2 or bool(xp.all(X == X[0:1, :])):
             return float("nan")
         X, S = xp.astype(X, xp.float64), xp.astype(S, xp.float64)
-        kern = make_kernel("rbf", median_bandwidth(X[:DISCREPANCY_MEDIAN_POINTS, :],
-                                                   max_points=None))
+        m = min(X.shape[0], DISCREPANCY_MEDIAN_POINTS)  # a stop within the axis
+        kern = make_kernel("rbf", median_bandwidth(X[:m, :], max_points=None))
         sums, _ = xp_sums_and_forms(X, S, [kern], None)
         return float(sums[0].statistic("u"))
