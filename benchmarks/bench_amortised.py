@@ -10,12 +10,12 @@ averaged over them), so both steps push the same 5000 rows through the decoder.
 Amortised SVGD and the field alone are timed too, and the floor of any amortised step:
 the same step with a zero field (``no field``: the implicit encoder's passes over the
 5000 rows, the decoder's pass, Adam), which a field of any cost adds to. After one
-warm-up step of each
-(compilation), the methods take turns in rounds, so that a change in the machine's
-load during the run falls on all of them alike: in each round each method takes 4
-steps in a row, the first untimed (back-to-back steps, as in training, find their
-data in the caches), and the round's time is the median of the other 3. Times are
-medians over ``--repeats`` rounds; a ratio is the median of the rounds' ratios.
+warm-up step of each (compilation), the methods take turns in rounds, so that a change
+in the machine's load during the run falls on all of them alike: in each round each
+method takes 4 steps in a row, the first untimed (back-to-back steps, as in training,
+find their data in the caches), and the round's time is the median of the other 3.
+Times are medians over ``--repeats`` rounds; a ratio is the median of the rounds'
+ratios.
 
 Run: ``python benchmarks/bench_amortised.py [--latent 64] [--batch 100] [--samples 50]
 [--repeats 10] [--threads 1]``. The target is a ratio of at most 2.
