@@ -18,6 +18,13 @@ __all__ = ["SVGD"]
 DISCREPANCY_MEDIAN_POINTS = 1000
 
 
+def _discrepancy_kernel(X):
+    """The RBF kernel of the discrepancy: the median bandwidth of the first
+    :data:`DISCREPANCY_MEDIAN_POINTS` rows of ``X`` (NumPy or a device array)."""
+    m = min(X.shape[0], DISCREPANCY_MEDIAN_POINTS)  # a stop within the axis (Array API)
+    return make_kernel("rbf", median_bandwidth(X[:m, :], max_points=None))
+
+
 class SVGD(_ParticleSampler):
     r"""Stein variational gradient descent (Liu & Wang 2016).
 
@@ -162,9 +169,7 @@ class SVGD(_ParticleSampler):
             # the median heuristic needs two distinct particles: undefined in the
             # history, an error in score
             return float("nan")
-        kern = make_kernel("rbf", median_bandwidth(X[:DISCREPANCY_MEDIAN_POINTS],
-                                                   max_points=None))
-        return float(stein_sums(X, S, kern).statistic("u"))
+        return float(stein_sums(X, S, _discrepancy_kernel(X)).statistic("u"))
 
     def _history_discrepancy_xp(self, xp, X, S, state):
         """:meth:`_discrepancy` on the device of ``X``, in float64 (the host's precision):
@@ -178,7 +183,5 @@ class SVGD(_ParticleSampler):
         if X.shape[0] < 2 or bool(xp.all(X == X[0:1, :])):
             return float("nan")
         X, S = xp.astype(X, xp.float64), xp.astype(S, xp.float64)
-        m = min(X.shape[0], DISCREPANCY_MEDIAN_POINTS)  # a stop within the axis
-        kern = make_kernel("rbf", median_bandwidth(X[:m, :], max_points=None))
-        sums, _ = xp_sums_and_forms(X, S, [kern], None)
+        sums, _ = xp_sums_and_forms(X, S, [_discrepancy_kernel(X)], None)
         return float(sums[0].statistic("u"))
