@@ -383,7 +383,7 @@ def test_maxsksd_aggregated_test_stage(rng):
     X = rng.laplace(size=(400, 4)) / np.sqrt(2)
     model = Gaussian(np.zeros(4))
     test = MaxSKSDTest(model, init="identity", test_bandwidth="aggregate", n_bandwidths=5,
-                       random_state=0)
+                       moment=False, random_state=0)
     test.fit(X[:100])
     res = test.test(X[100:])
     assert res.bandwidths.shape == (5, 4) and res.statistics.shape == (5,)
@@ -413,7 +413,8 @@ def test_maxsksd_aggregated_level(case):
     X_train = (data.rvs(150, random_state=rng) if hasattr(data, "rvs") else data(150, rng))
     fitted = MaxSKSDTest(model, variant="g", test_bandwidth="aggregate", n_bootstrap=200,
                          random_state=0).fit(X_train)
-    assert len(fitted.candidates_) == 5  # 5 direction sets x 10 factors aggregated
+    # 5 direction sets x 10 factors aggregated, and the default's two moment candidates
+    assert [c[0] for c in fitted.candidates_[5:]] == ["moment", "fourth moment"]
     trials, alpha = 200, 0.05
     res = rejection_rate(fitted, data, 100, n_trials=trials, random_state=2, n_jobs=1)
     assert _within_3_sigma(res.rate, alpha, trials), res.rate

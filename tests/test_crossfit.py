@@ -8,7 +8,7 @@ from scipy.stats import ortho_group
 
 from skstein import MaxSKSDTest
 from skstein.directions import ALL_STARTS, independent_directions, search_directions
-from skstein.distributions import Gaussian
+from skstein.distributions import Gaussian, Laplace, StudentT
 from skstein.gof._maxsksd import combine_pvalues, crossfit_folds
 
 
@@ -310,46 +310,137 @@ def test_bad_moment(bad, error):
 
 
 @pytest.mark.parametrize("cv", [None, 2])
-def test_pooled_fourth_moment(cv):
-    # moment="pooled": the learned statistics (split or folds) at alpha / 2 and the
-    # whole sample's fourth moment about its mean at alpha / 2, p = 2 min(p1, p2)
+def test_pooled_moments(cv):
+    # moment="pooled": the learned statistics (split or folds) at alpha / 2, the whole
+    # sample's second moments at alpha / 4 and its fourth moment about the other half's
+    # mean at alpha / 4: p = min(1, 2 p_learned, 4 p_second, 4 p_fourth)
     from skstein._random import as_generator
-    from skstein.gof._maxsksd import StudentisedMean, crossed_fourth_moment_terms
+    from skstein.gof._maxsksd import (
+        StudentisedMean,
+        crossed_fourth_moment_terms,
+        second_moment_sums,
+    )
 
     model = Gaussian(np.zeros(6))
     X, _ = _rotated_laplace(300, 6, 3)
     test = MaxSKSDTest(model, variant="rg", n_slices=3, moment="pooled", cv=cv,
                        n_bootstrap=200, random_state=4)
     res = test.test(X)
-    assert res.labels[-1] == "all: fourth moment"
+    assert res.labels[-2:] == ("all: second moments", "all: fourth moment")
+    S = model.grad_logpdf(X)
     # each half about the other half's mean: the third stream of random_state, first part
     part_rng = as_generator(4).spawn(3)[2].spawn(2)[0]
-    xi = crossed_fourth_moment_terms(X, model.grad_logpdf(X), part_rng)
+    xi = crossed_fourth_moment_terms(X, S, part_rng)
     assert res.statistics[-1] == pytest.approx(StudentisedMean(xi).statistic(), rel=1e-12)
+    second = second_moment_sums(X, S)
+    assert res.statistics[-2] == pytest.approx(second.statistic("u"), rel=1e-12)
     if cv is None:
-        assert len(res.labels) == 2 and res.labels[0].startswith("learned")
+        assert len(res.labels) == 3 and res.labels[0].startswith("learned")
         learned_p = res.pvalues[0]
-        np.testing.assert_allclose(res.pvalue_threshold, [0.025, 0.025])
+        np.testing.assert_allclose(res.pvalue_threshold, [0.025, 0.0125, 0.0125])
     else:
         assert [lab[:6] for lab in res.labels[:2]] == ["fold 0", "fold 1"]
         learned_p = min(1.0, 2 * res.pvalues[:2].min())
-        np.testing.assert_allclose(res.pvalue_threshold, [0.0125, 0.0125, 0.025])
-        assert not any("fourth" in lab for lab in res.labels[:2])
-    assert res.pvalue == pytest.approx(min(1.0, 2 * min(learned_p, res.pvalues[-1])))
+        np.testing.assert_allclose(res.pvalue_threshold, [0.0125, 0.0125, 0.0125, 0.0125])
+        assert not any("moment" in lab for lab in res.labels[:2])
+    assert np.isnan(res.bandwidths[-2:]).all()
+    assert res.pvalue == pytest.approx(min(1.0, 2 * learned_p, 4 * res.pvalues[-2],
+                                           4 * res.pvalues[-1]))
     assert res.reject == (res.pvalue <= 0.05)
+    np.testing.assert_array_equal(res.rejected, res.pvalues <= res.pvalue_threshold)
     again = MaxSKSDTest(model, variant="rg", n_slices=3, moment="pooled", cv=cv,
                         n_bootstrap=200, random_state=4).test(X)
-    assert again.pvalue == res.pvalue
-    # discrepancy and score see the same statistics, the whole sample's fourth moment last
+    assert again == res
+    # discrepancy and score see the same statistics, the whole sample's moments last
     values = test.discrepancy(X)
     n = X.shape[0]
     assert values[-1] == pytest.approx((xi.sum() ** 2 - xi @ xi) / (n * (n - 1)))
+    assert values[-2] == pytest.approx(second.statistic("u"), rel=1e-12)
     assert np.isfinite(test.score(X))
     # a fitted test keeps both moment candidates in its aggregated test, as moment=True
     fitted = MaxSKSDTest(model, variant="rg", n_slices=3, moment="pooled", n_bootstrap=100,
                          random_state=0).fit(X[:150])
     assert [c[0] for c in fitted.candidates_[-2:]] == ["moment", "fourth moment"]
     assert "fourth moment" in fitted.test(X[150:]).labels
+
+
+def test_second_moment_sums_against_the_matrices():
+    # the linear Stein kernel <xi_i, xi_j>_F with xi_i = s_i (x_i - mean)^T + (1 - 1/n) I,
+    # its sums and its row blocks (any block size), against the D x D matrices themselves
+    from skstein.gof._maxsksd import second_moment_blocks, second_moment_sums
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((37, 4)) * [1.0, 2.0, 3.0, 0.5] + 1.0
+    S = -X + 0.3 * rng.standard_normal(X.shape)
+    n, d = X.shape
+    xi = [np.outer(S[i], X[i] - X.mean(axis=0)) + (1 - 1 / n) * np.eye(d) for i in range(n)]
+    H = np.array([[np.sum(a * b) for b in xi] for a in xi])
+    sums = second_moment_sums(X, S)
+    off = H.sum() - np.trace(H)
+    assert sums.offdiag_sum == pytest.approx(off, rel=1e-12)
+    np.testing.assert_allclose(sums.diag, np.diag(H), rtol=1e-12)
+    np.testing.assert_allclose(sums.rowsums, H.sum(axis=1) - np.diag(H), rtol=1e-10,
+                               atol=1e-10 * np.abs(H).max())
+    assert sums.statistic("v") == pytest.approx(H.sum() / n**2, rel=1e-12)
+    for rows in (1, 5, 37):
+        blocks = list(second_moment_blocks(X, S, max_memory=16 * n * rows))
+        assert [b - a for a, b, _ in blocks][0] == rows
+        got = np.vstack([blk for _, _, blk in blocks])
+        np.testing.assert_allclose(got, H - np.diag(np.diag(H)), rtol=1e-12,
+                                   atol=1e-12 * np.abs(H).max())
+
+
+def test_second_moments_that_overflow_name_X():
+    from skstein.gof._maxsksd import second_moment_sums
+
+    X = np.random.default_rng(0).standard_normal((60, 3)) * 1e100
+    with pytest.raises(ValueError, match="second moments of the 60 samples of X overflow"):
+        second_moment_sums(X, -X)
+
+
+@pytest.mark.parametrize("model", [Gaussian(np.ones(3), np.diag([0.1, 1.0, 10.0])),
+                                   StudentT(3, 5.0), Laplace(3)])
+def test_second_moment_terms_have_mean_zero_under_the_model(model):
+    # Stein's identity for the linear test functions: the mean of xi (the sum of the
+    # kernel's rows over N) is zero under the model, every entry within 4 standard errors
+    from skstein.gof._maxsksd import _second_moment_parts
+
+    X = model.rvs(100000, random_state=3)
+    S = model.grad_logpdf(X)
+    Y, _, c0, _ = _second_moment_parts(X, S)
+    entries = (S[:, :, None] * Y[:, None, :]).reshape(X.shape[0], -1) \
+        + c0 * np.eye(3).reshape(1, -1)
+    se = entries.std(axis=0) / np.sqrt(X.shape[0])
+    assert np.all(np.abs(entries.mean(axis=0)) < 4 * se)
+
+
+def test_pooled_second_moments_find_a_variance_change():
+    # variance 1.6 along a random direction in 20-D, n = 600: the whole sample's second
+    # moments reject at their level alpha / 4 in every one of 5 trials
+    test = MaxSKSDTest(Gaussian(np.zeros(20)), n_bootstrap=200)
+    for seed in range(5):
+        X, _ = _variance_along(600, 20, 40 + seed)
+        part = test._pooled_second(X, -X, np.random.default_rng(seed), 0.0125)
+        assert part.reject and part.labels == ("second moments",)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bootstrap", ["multinomial", "rademacher"])
+def test_pooled_second_moment_calibration(bootstrap):
+    # the whole sample's second moments alone, 200 null trials of a rotated Gaussian
+    # model with variances 0.1 to 10 (D = 5, N = 150): rate <= alpha + 3 sd at 0.05
+    from scipy.stats import ortho_group
+
+    d, n, R = 5, 150, 200
+    Q = ortho_group.rvs(d, random_state=0)
+    model = Gaussian(np.full(d, 2.0), Q @ np.diag(np.logspace(-1, 1, d)) @ Q.T)
+    test = MaxSKSDTest(model, n_bootstrap=200, bootstrap=bootstrap)
+    rejects = 0
+    for seed in range(R):
+        X = model.rvs(n, random_state=500 + seed)
+        part = test._pooled_second(X, model.grad_logpdf(X), np.random.default_rng(seed), 0.05)
+        rejects += part.reject
+    assert rejects / R <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / R)
 
 
 @pytest.mark.parametrize("kw", [dict(cv=2, moment="pooled"), dict(moment=True),

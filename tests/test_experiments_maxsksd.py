@@ -142,12 +142,17 @@ def test_gof_rotated_cases_and_cross_fitted_methods():
     model = gof_rotated.Gaussian(np.zeros(4))
     test = gof_rotated.make_test("maxSKSD-rg:cv", model, 4, 100, 0.2)
     assert test.cv == gof_rotated.CV_FOLDS and test.starts == gof_rotated.CV_STARTS["rg"]
-    # cv2: two folds, the pooled fourth moment and the library's starts; the searches on
+    # cv2: two folds, the pooled moments and the library's starts; the searches on
     # one split name it, so that they keep their meaning whatever the defaults
     cv2 = gof_rotated.make_test("maxSKSD-g:cv2", model, 4, 100, 0.2)
     assert (cv2.cv, cv2.moment, cv2.starts, cv2.init) == (2, "pooled", None, "auto")
     auto = gof_rotated.make_test("maxSKSD-g:auto", model, 4, 100, 0.2)
     assert (auto.cv, auto.moment, auto.init) == (None, False, "auto")
+    # default: the library's defaults, with the experiment's sizes
+    default = gof_rotated.make_test("maxSKSD-rg:default", model, 4, 100, 0.2)
+    defaults = gof_rotated.MaxSKSDTest(model).get_params()
+    assert default.get_params() == dict(defaults, variant="rg", n_slices=4, n_bootstrap=100,
+                                        train_size=0.2)
     rows = gof_rotated.run(quick=True, n_trials=1, n_jobs=1, cases=("rotated-variance",),
                            methods=("maxSKSD-g:cv", "maxSKSD-rg:auto"), n_samples=200)
     assert [r["method"] for r in rows] == ["maxSKSD-g:cv", "maxSKSD-rg:auto"]

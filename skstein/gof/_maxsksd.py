@@ -10,7 +10,12 @@ from contextlib import contextmanager
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._bootstrap import bootstrap_pvalue, bootstrap_threshold, bootstrap_weights
+from .._bootstrap import (
+    bootstrap_null,
+    bootstrap_pvalue,
+    bootstrap_threshold,
+    bootstrap_weights,
+)
 from .._xp import host_single_blas
 from .._random import as_generator
 from .._result import GOFTestResult
@@ -182,16 +187,23 @@ def crossfit_result(results, combine, alpha):
     )
 
 
-def pooled_result(learned, fourth, alpha, folds=False):
+#: ``moment="pooled"``: the shares of the level of the learned statistics and of the
+#: whole sample's second and fourth moments (a weighted Bonferroni).
+POOLED_SHARES = (0.5, 0.25, 0.25)
+
+
+def pooled_result(learned, whole, alpha, folds=False):
     r"""The result of ``moment="pooled"``: the test of the learned statistics
     (``learned``, a split or a cross-fitted result, run at ``alpha / 2``) and the whole
-    sample's fourth-moment test (``fourth``, at ``alpha / 2``), with the p-value
-    :math:`\min(1, 2 \min(p_{learned}, p_{fourth}))` (Bonferroni with equal weights,
-    valid whatever their dependence). ``statistics``, ``pvalues``, ``bandwidths`` and
+    sample's tests (``whole``: the second and the fourth moments, each run at its
+    share of :data:`POOLED_SHARES`), with the p-value :math:`\min(1, \min_k p_k /
+    w_k)` over the parts' p-values :math:`p_k` and shares :math:`w_k` (Bonferroni with
+    weights, valid whatever their dependence): it is at most ``alpha`` exactly when a
+    part rejects at its own level. ``statistics``, ``pvalues``, ``bandwidths`` and
     ``labels`` hold the learned result's parts (its folds, or its most significant
-    candidate) and then the fourth moment (a row of NaN bandwidths);
-    ``pvalue_threshold`` is each part's level. ``folds``: ``learned``
-    is a cross-fitted result (:func:`crossfit_result`).
+    candidate) and then the whole sample's (rows of NaN bandwidths);
+    ``pvalue_threshold`` is each part's level. ``folds``: ``learned`` is a
+    cross-fitted result (:func:`crossfit_result`).
     """
     if folds:
         parts = list(zip(learned.statistics, learned.pvalues, learned.labels))
@@ -203,20 +215,26 @@ def pooled_result(learned, fourth, alpha, folds=False):
         parts = [(learned.statistic, learned.pvalue, label)]
         levels = [learned.alpha]
         rows = [np.atleast_1d(learned.bandwidth)]
-    parts.append((fourth.statistic, fourth.pvalue, f"all: {FOURTH}"))
-    levels.append(fourth.alpha)
-    width = max(len(r) for r in rows)  # the fourth moment has no bandwidth: a NaN row
+    for res in whole:
+        parts.append((res.statistic, res.pvalue, f"all: {res.labels[0]}"))
+        levels.append(res.alpha)
+    width = max(len(r) for r in rows)  # the moments have no bandwidth: NaN rows
     rows = np.array([np.pad(np.asarray(r, dtype=float), (0, width - len(r)),
-                            constant_values=np.nan) for r in rows] + [np.full(width, np.nan)])
-    pvalue = float(min(1.0, 2.0 * min(learned.pvalue, fourth.pvalue)))
-    best = fourth if fourth.pvalue <= learned.pvalue else learned
+                            constant_values=np.nan) for r in rows]
+                    + [np.full(width, np.nan)] * len(whole))
+    tests = [learned, *whole]
+    scaled = [min(1.0, r.pvalue / share) for r, share in zip(tests, POOLED_SHARES)]
+    k = int(np.argmin(scaled))
+    best = tests[k]
     thresholds = None if any(v is None for v in levels) else np.array(levels, dtype=float)
     pvalues = np.array([p for _, p, _ in parts])
+    shares = ", ".join(f"{res.labels[0]} at alpha / {round(1 / w)}"
+                       for res, w in zip(whole, POOLED_SHARES[1:]))
     return GOFTestResult(
-        statistic=best.statistic, pvalue=pvalue, threshold=best.threshold,
-        reject=bool(pvalue <= alpha), alpha=float(alpha),
-        method=f"{learned.method[:-1]}; with the {fourth.method}, each at alpha / 2)",
-        n_samples=fourth.n_samples, bootstrap=learned.bootstrap,
+        statistic=best.statistic, pvalue=float(scaled[k]), threshold=best.threshold,
+        reject=bool(scaled[k] <= alpha), alpha=float(alpha),
+        method=f"{learned.method[:-1]} at alpha / 2; with the whole sample's {shares})",
+        n_samples=whole[0].n_samples, bootstrap=learned.bootstrap,
         n_bootstrap=learned.n_bootstrap, bandwidth=best.bandwidth,
         null_distribution=best.null_distribution,
         statistics=np.array([t for t, _, _ in parts]), pvalues=pvalues, bandwidths=rows,
@@ -228,8 +246,9 @@ def pooled_result(learned, fourth, alpha, folds=False):
 #: direction, and the fourth moments about the learning sample's mean.
 MOMENT = "moment"
 FOURTH = "fourth moment"
-#: ``moment="pooled"``: the fourth moment tested once on the whole sample.
+#: ``moment="pooled"``: the second and the fourth moments tested once on the whole sample.
 POOLED = "pooled"
+SECOND = "second moments"
 
 
 def moment_direction(X, S):
@@ -262,6 +281,65 @@ def moment_terms(X, S, u):
     r"""The Stein terms :math:`\xi_i = (s_i^\top u)(x_i^\top u) + \|u\|^2`
     (see :func:`moment_sums`)."""
     return (S @ u) * (X @ u) + float(u @ u)
+
+
+def _second_moment_parts(X, S):
+    r"""``(Y, a, c0, diag)`` of :func:`second_moment_sums`: the centred points, the
+    terms :math:`s_i^\top y_i`, the constant :math:`1 - 1/N` and the diagonal
+    :math:`\|\xi_i\|_F^2`."""
+    n, d = X.shape
+    Y = X - X.mean(axis=0)
+    a = np.einsum("ij,ij->i", S, Y)
+    c0 = 1.0 - 1.0 / n
+    diag = np.einsum("ij,ij->i", S, S) * np.einsum("ij,ij->i", Y, Y) + 2.0 * c0 * a \
+        + c0 * c0 * d
+    return Y, a, c0, diag
+
+
+def second_moment_sums(X, S):
+    r""":class:`~skstein.discrepancy.SteinSums` of the linear Stein kernel: the
+    second moments of the sample ``X`` (scores ``S``) in every direction at once.
+
+    With :math:`y_i = x_i - \bar x` and the matrices :math:`\xi_i = s_i y_i^\top +
+    (1 - 1/N) I` (Stein's operator applied to the linear test functions :math:`x
+    \mapsto A (x - \bar x)`; their mean is zero under the model, the factor
+    :math:`1 - 1/N` accounting for the centre's own point), the kernel is
+    :math:`h(x_i, x_j) = \langle \xi_i, \xi_j \rangle_F = (s_i^\top s_j)(y_i^\top
+    y_j) + (1 - 1/N)(s_i^\top y_i + s_j^\top y_j) + (1 - 1/N)^2 D`, the KSD of the
+    linear kernel :math:`k(x, y) = (x - \bar x)^\top (y - \bar x)`. Its U-statistic
+    estimates :math:`\|E\,\xi\|_F^2`, the squared Frobenius norm of the Stein moment
+    matrix :math:`E[s(x)(x - \mu)^\top] + I`: for a Gaussian model
+    :math:`I - \Sigma_p^{-1} \Sigma_q`, zero exactly when the sample's covariance is
+    the model's. No direction is learned, so every point is tested. The sums take
+    :math:`O(N D^2)` time; the bootstrap's forms use the kernel's rows
+    (:func:`second_moment_blocks`).
+    """
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow: the check below
+        Y, a, c0, diag = _second_moment_parts(X, S)
+        T = S.T @ Y
+        T[np.diag_indices_from(T)] += X.shape[0] * c0  # the sum of the xi_i
+        rowsums = np.einsum("ij,ij->i", S @ T, Y) + c0 * np.trace(T) - diag
+        offdiag = float(np.sum(T * T) - diag.sum())
+    if not (np.isfinite(offdiag) and np.all(np.isfinite(rowsums))):
+        raise ValueError(f"the second moments of the {X.shape[0]} samples of X overflow "
+                         f"float64 (the products of X and the model's scores are too large); "
+                         f"rescale X.")
+    return SteinSums(n=X.shape[0], offdiag_sum=offdiag, diag=diag, rowsums=rowsums)
+
+
+def second_moment_blocks(X, S, max_memory=DEFAULT_MAX_MEMORY):
+    """The rows of the kernel of :func:`second_moment_sums` with a zero diagonal, by
+    blocks ``(a, b, H[a:b])`` of at most about ``max_memory`` bytes each (the operand
+    of :func:`~skstein._bootstrap.bootstrap_null`)."""
+    n = X.shape[0]
+    Y, a, c0, _ = _second_moment_parts(X, S)
+    rows = int(max(1, min(n, max_memory // (16 * n))))
+    for lo in range(0, n, rows):
+        hi = min(n, lo + rows)
+        H = (S[lo:hi] @ S.T) * (Y[lo:hi] @ Y.T)
+        H += c0 * (a[lo:hi, None] + a[None, :]) + c0 * c0 * X.shape[1]
+        H[np.arange(hi - lo), np.arange(lo, hi)] = 0.0
+        yield lo, hi, H
 
 
 def fourth_moment_terms(X, S, c):
@@ -402,12 +480,12 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
     (:func:`skstein.directions.search_directions`); :meth:`test` then runs the
     bootstrap test on a *different* sample. When not fitted, :meth:`test` learns
     and tests on its own input: by default on one split (``train_size`` learns the
-    directions, the rest is tested: Algorithm 1 of the paper). For departures along
-    directions that a few hundred points do not reveal (heavier tails, or a change of
-    variance, along unknown directions in 50 or more dimensions),
-    ``cv=2, moment="pooled"`` cross-fits instead (each half tested with directions
-    learned on the other) and tests the fourth moments of the whole sample beside
-    them; see the Notes for what each setting gives up.
+    directions, the rest is tested: Algorithm 1 of the paper), and beside it the
+    second and the fourth moments of the whole sample in every direction at once
+    (``moment="pooled"``), which need no learned direction: they find departures
+    that a few hundred learning points do not reveal (heavier tails, or a change of
+    variance, along unknown directions in 50 or more dimensions). ``moment=False``
+    is the paper's test; see the Notes for what each setting gives up.
     :meth:`partial_fit` trains instead on a stream of batches, one ascent step per
     batch, for when fresh samples are cheap (e.g. MCMC chains during burn-in).
 
@@ -500,7 +578,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         each valid whatever the dependence between the folds (each fold's directions
         depend on points that other folds test, so the p-values depend on each other
         in a way that no joint bootstrap accounts for).
-    moment : bool or "pooled", default=False
+    moment : bool or "pooled", default="pooled"
         Also test the linear Stein statistic along the direction ``u`` where the
         learning sample's second moments depart most from the model's: the
         eigenvector of the largest :math:`|\lambda|` of its Stein moment matrix
@@ -543,19 +621,27 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         folds: with folds of 75 points it rejected true models in 0.11-0.12 of 200
         trials at level 0.05 (``"pooled"``: 0.07-0.08); use ``"pooled"`` there.
 
-        ``"pooled"``: the fourth-moment statistic needs no learned direction, so a test
-        that learns on its own input (a split, or ``cv`` folds) tests it once, on the
-        whole sample, instead of in each fold; the learned statistics
-        (with the second-moment direction) are tested at ``alpha / 2`` and the fourth
-        moment at ``alpha / 2``, and the p-value is twice the smaller of the two
-        (Bonferroni with equal weights, valid whatever their dependence). The sample
+        ``"pooled"`` (the default): a test that learns on its own input (a split, or
+        ``cv`` folds) also tests two statistics that need no learned direction once,
+        on the whole sample, instead of in each fold: the second moments in every
+        direction (label ``"second moments"``, :func:`second_moment_sums`: the
+        U-statistic of the linear Stein kernel :math:`\langle \xi_i, \xi_j
+        \rangle_F`, :math:`\xi_i = s_i (x_i - \bar x)^\top + (1 - 1/N) I`, which
+        estimates the squared Frobenius norm of the Stein moment matrix; for a
+        Gaussian model, of :math:`I - \Sigma_p^{-1} \Sigma_q`), calibrated by the
+        test's bootstrap, and the fourth moment above. The learned statistics (with
+        the second-moment direction) are tested at ``alpha / 2`` and each whole-sample
+        statistic at ``alpha / 4`` (:data:`POOLED_SHARES`); the p-value is
+        :math:`\min(1, 2 p_{learned}, 4 p_{second}, 4 p_{fourth})` (Bonferroni with
+        weights, valid whatever their dependence). For the fourth moment the sample
         is cut into two halves and each half's terms are taken about the other half's
         mean, in the coordinates that whiten it (:func:`crossed_fourth_moment_terms`):
         about the mean of all points the test rejected a true model twice as often as
         its level at D = 50, N = 300. The result's ``labels`` and ``pvalues`` end with
-        ``"all: fourth moment"``. A fitted test tests both statistics with its other
-        candidates, as with ``True``. ``False``: neither statistic (the sliced
-        statistics alone, as in the paper).
+        ``"all: second moments"`` and ``"all: fourth moment"``. A fitted test tests the
+        second-moment direction and the fourth moment with its other candidates, as
+        with ``True``. ``False``: none of these statistics (the sliced statistics
+        alone, as in the paper).
     statistic : {"u", "v"}, default="u"
     bootstrap : {"multinomial", "rademacher"}, default="multinomial"
         As in :class:`KSDTest` (the multinomial bootstrap warns below 20 test points).
@@ -639,29 +725,26 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
     the sample instead of ``train_size``, which is what finds heavy tails along
     random directions in 50 dimensions, and Bonferroni was the combination with the
     most power there. With ``moment="pooled"`` the result ends with the whole
-    sample's fourth-moment test (see ``moment``). Cross-fitting costs about ``cv``
-    searches (each ascent on ``train_size`` points).
+    sample's second- and fourth-moment tests (see ``moment``). Cross-fitting costs
+    about ``cv`` searches (each ascent on ``train_size`` points).
 
-    Which to use. ``cv=2, moment="pooled"`` tests each half at ``alpha / 4`` and the
-    fourth moment at ``alpha / 2`` (Bonferroni), where the split tests 80% of the
-    sample at ``alpha``. It finds what the split's 200 learning points cannot reveal:
-    on ``gof-rotated`` (n = 1000) rotated Laplace at D = 50 / 100 in 1.00 / 0.93 of
-    the trials instead of 0.21-0.53 / 0.09-0.12, a variance of 1.6 along a random
-    direction at D = 50 in 0.90-0.93 instead of 0.18-0.26, at about twice the split's
-    time. Where the directions are easy to learn and the departure is faint, the
-    tested sample's size and level decide, and the split keeps more power: on
-    ``gof-rbm``'s standard protocol (weights perturbed by sigma, the same 100 trials
-    per sigma) maxSKSD-g rejected 0.11 / 0.79 at sigma = 0.01 / 0.02 with
-    ``cv=2, moment="pooled"`` against 0.29 / 0.94 with the split. The split therefore
-    stays the default (the user guide's "The split or two folds" has every table).
+    Which to use. The default (a split, ``moment="pooled"``) learns directions on
+    ``train_size`` of the sample and tests the rest at ``alpha / 2``, and tests the
+    whole sample's second and fourth moments at ``alpha / 4`` each. The whole-sample
+    statistics find what 200 learning points cannot reveal (heavier tails, or a
+    change of variance, along unknown directions in 50 or more dimensions), and the
+    second moments see the faint departures of ``gof-rbm`` better than the learned
+    directions do; the user guide's "The split, the folds and the pooled moments" has
+    the tables. ``moment=False`` is the paper's test (the split alone, at ``alpha``).
+    ``cv=2`` cross-fits the learned part: each half at ``alpha / 4``.
 
     :meth:`discrepancy` is the sliced KSD along the fitted directions (the test
     statistic); when not fitted, the directions are learned on the ``train_size``
     split (or the folds) and the values are computed on the tested parts, as in
     :meth:`test`. For an aggregated test it is the array of its statistics (candidate
     sets of directions, times bandwidth factors), in the order of the result's
-    ``labels``; cross-fitted, the statistics of every fold, fold after fold, then the
-    whole sample's fourth moment (``moment="pooled"``).
+    ``labels``; cross-fitted, the statistics of every fold, fold after fold; then, with
+    ``moment="pooled"``, the whole sample's second and fourth moments.
 
     :meth:`score` is the test-power criterion :math:`\mathrm{SKSD}^2_U /
     \hat\sigma_{H_1}` (see :meth:`skstein.discrepancy.SteinSums.power_criterion`; for
@@ -696,7 +779,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
                  learning_rate=0.01, schedule="cosine", max_iter=20, tol=1e-3, patience=10,
                  n_restarts=1, bandwidth_every=10, validation_fraction=0.25, batch_size=None,
                  orthogonal_slices=True, train_size=0.2, cv=None, combine="bonferroni",
-                 moment=False, statistic="u",
+                 moment="pooled", statistic="u",
                  bootstrap="multinomial", n_bootstrap=1000, alpha=0.05, random_state=None,
                  max_memory=DEFAULT_MAX_MEMORY, whiten=False):
         self.model = model
@@ -899,7 +982,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         each a (1, D) row, ``(A, B)`` the whitening of ``X``; else ``()``.
         ``learning``: ``X`` is the learning side of a test's own split or folds, where
         ``moment="pooled"`` leaves the fourth moment to the whole sample
-        (:meth:`_pooled_fourth`)."""
+        (:meth:`_pooled_fourth`, beside :meth:`_pooled_second`)."""
         mode = self._moment_mode()
         if not mode:
             return ()
@@ -910,7 +993,8 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         return ((MOMENT, u, u.copy(), None), (FOURTH, c, whitening(X), None))
 
     def _pooled(self):
-        """Whether :meth:`test` tests the fourth moment once on its whole input."""
+        """Whether :meth:`test` tests the second and fourth moments once on its whole
+        input."""
         return self._moment_mode() == POOLED and not is_fitted(self)
 
     def _pooled_fourth(self, X, S, rng, alpha):
@@ -924,15 +1008,32 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
                               self.statistic)
         null = studentised_null(xi, V, self.bootstrap)
         stat = StudentisedMean(xi).statistic()
+        return self._whole_result(
+            stat, null, alpha, X.shape[0], FOURTH,
+            f"fourth moment of all {X.shape[0]} samples, each half about the other's mean "
+            f"(studentised, {self.bootstrap} bootstrap-t)")
+
+    def _pooled_second(self, X, S, rng, alpha):
+        """The second-moment test of the whole sample ``X`` (scores ``S``) alone, at
+        ``alpha``: the U- or V-statistic of :func:`second_moment_sums` and its
+        bootstrap on its own draws."""
+        sums = second_moment_sums(X, S)
+        null = bootstrap_null(second_moment_blocks(X, S, self.max_memory), self.bootstrap,
+                              self.n_bootstrap, rng, statistic=self.statistic,
+                              diag=sums.diag, n=X.shape[0])
+        return self._whole_result(
+            sums.statistic(self.statistic), null, alpha, X.shape[0], SECOND,
+            f"second moments of all {X.shape[0]} samples (linear Stein kernel, "
+            f"{self.bootstrap} bootstrap)")
+
+    def _whole_result(self, stat, null, alpha, n, label, method):
         pvalue = bootstrap_pvalue(stat, null)
         return GOFTestResult(
             statistic=float(stat), pvalue=float(pvalue),
             threshold=bootstrap_threshold(null, alpha), reject=bool(pvalue <= alpha),
-            method=f"fourth moment of all {X.shape[0]} samples, each half about the other's "
-                   f"mean (studentised, {self.bootstrap} bootstrap-t)",
-            alpha=float(alpha), n_samples=X.shape[0], bootstrap=self.bootstrap,
+            method=method + ")", alpha=float(alpha), n_samples=n, bootstrap=self.bootstrap,
             n_bootstrap=int(self.n_bootstrap), bandwidth=np.full(1, np.nan),
-            null_distribution=null, labels=(FOURTH,))
+            null_distribution=null, labels=(label,))
 
     def _prepare(self, X, rng, S=None):
         """Validated test sample, its scores and the statistics to compute.
@@ -1025,8 +1126,9 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
                                   kernel_params=self.kernel_params, max_memory=self.max_memory)
                 for Xp, S, specs in parts for name, G, R, rows in specs
                 for hk in ([None] if rows is None else rows)]
-        if self._pooled():  # the fourth moment of the whole sample, last (as in test)
+        if self._pooled():  # the whole sample's second and fourth moments, last (as in test)
             part_rng = as_generator(self.random_state).spawn(3)[2].spawn(2)[0]
+            sums.append(second_moment_sums(X, S))
             sums.append(moment_sums(crossed_fourth_moment_terms(X, S, part_rng)))
         return sums, len(sums) > 1
 
@@ -1045,9 +1147,10 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         rng = as_generator(self.random_state)
         prep_rng, boot_rng = rng.spawn(2)
         pooled = self._pooled()
-        # moment="pooled": half the level to the whole sample's fourth moment, half to
-        # the learned statistics (a weighted Bonferroni, valid under any dependence)
-        alpha = self.alpha / 2.0 if pooled else self.alpha
+        # moment="pooled": half the level to the learned statistics, a quarter each to
+        # the whole sample's second and fourth moments (a weighted Bonferroni, valid
+        # under any dependence)
+        alpha = self.alpha * POOLED_SHARES[0] if pooled else self.alpha
         X, S = self._whole_sample(X)
         if self._cross_fitted():
             result = self._crossfit_test(X, prep_rng, boot_rng, alpha, S)
@@ -1056,8 +1159,10 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             result = self._bootstrap_test(Xp, Sp, specs, boot_rng, alpha)
         if not pooled:
             return result
-        fourth = self._pooled_fourth(X, S, rng.spawn(1)[0], alpha)
-        return pooled_result(result, fourth, self.alpha, folds=self._cross_fitted())
+        fourth_rng, second_rng = rng.spawn(2)
+        whole = [self._pooled_second(X, S, second_rng, self.alpha * POOLED_SHARES[1]),
+                 self._pooled_fourth(X, S, fourth_rng, self.alpha * POOLED_SHARES[2])]
+        return pooled_result(result, whole, self.alpha, folds=self._cross_fitted())
 
     def _crossfit_test(self, X, prep_rng, boot_rng, alpha=None, S=None):
         """The cross-fitted test at ``alpha``: one test per fold, their p-values combined."""
