@@ -15,10 +15,11 @@ Methods (n = 1000; the maxSKSD tests learn their directions on 200 points and te
 on the other 800, Algorithm 1 of Gong et al. 2021): ``KSD`` (RBF, median bandwidth,
 all 1000 points), and maxSKSD-g and -rg (``n_slices=10``) with these direction
 searches: ``identity`` (the axes, refined by 20 ascent steps: the search before
-data-driven starts), ``auto`` (the default: axes, Stein moment matrix and cubic
-Stein moment starts, aggregated in the test), ``cv`` (5-fold cross-fitting, see below),
-``moment`` (2-fold cross-fitting with the moment statistics, see below)
-and ``oracle`` (the true
+data-driven starts), ``auto`` (the default search: axes, Stein moment matrix and
+cubic Stein moment starts, aggregated in the test; the sliced statistics alone),
+``default`` (the library's default test: ``auto`` and the whole sample's moments, see
+the end), ``cv`` (5-fold cross-fitting, see below), ``moment`` (2-fold cross-fitting
+with the moment statistics, see below) and ``oracle`` (the true
 directions, no search: what a perfect search would give). For maxSKSD-rg the oracle
 takes the departure directions as slices and directions (v and 9 axes orthogonalised
 against it for diffusion; 10 of the columns of W for Laplace); for maxSKSD-g slice d
