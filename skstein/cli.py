@@ -137,7 +137,8 @@ def _demo_high_dim(quick, rng, stream):
     print(format_table(rows, list(rows[0])), file=stream)
     print(f"The KSD's {dim}-dimensional kernel barely sees the heavier tails, whose effect is "
           "spread thinly over all coordinates; maxSKSD compares sample and model along learned "
-          "1-D directions (fitted on 20% of the sample, tested on the rest) and finds them.",
+          "1-D directions (fitted on 20% of the sample, tested on the rest), and in the "
+          "second and fourth moments of the whole sample, and finds them.",
           file=stream)
     return rows
 
