@@ -257,7 +257,11 @@ def _snap_ties(statistic, null):
     statistic = np.asarray(statistic, dtype=np.float64)
     null = np.asarray(null, dtype=np.float64)
     scale = np.maximum(np.abs(statistic), np.max(np.abs(null), axis=0, initial=0.0))
-    return np.where(np.abs(null - statistic) <= TIE_TOLERANCE * scale, statistic, null)
+    # an infinite statistic (a studentised one whose terms are all equal) ties with
+    # the equal infinite draws; inf - inf is NaN, which ties with nothing
+    with np.errstate(invalid="ignore"):
+        tied = (null == statistic) | (np.abs(null - statistic) <= TIE_TOLERANCE * scale)
+    return np.where(tied, statistic, null)
 
 
 def bootstrap_pvalue(statistic, null):
@@ -362,8 +366,12 @@ def aggregate_minp(statistics, null, alpha, weights=None):
     pvalues = ranks[0].copy()
     if weights is not None:
         ranks /= w
-    sd = T.std(axis=0)
-    z = np.where(sd > 0, (T - T.mean(axis=0)) / np.where(sd > 0, sd, 1.0), 0.0)
+    # the z tie-break of the columns with finite entries (a studentised statistic's
+    # draws can be infinite: its column then breaks no tie)
+    finite = np.all(np.isfinite(T), axis=0)
+    Tf = np.where(finite, T, 0.0)
+    sd = Tf.std(axis=0)
+    z = np.where(finite & (sd > 0), (Tf - Tf.mean(axis=0)) / np.where(sd > 0, sd, 1.0), 0.0)
     # each row's most significant entry: smallest (weighted) p, then largest z
     q = ranks.min(axis=1)
     zq = np.where(ranks == q[:, None], z, -np.inf).max(axis=1)

@@ -248,9 +248,13 @@ def stein_moment_matrix(X, S):
     -------
     ndarray of shape (d, d)
     """
-    Xc = X - X.mean(axis=0)
-    M = S.T @ Xc / X.shape[0]
-    M = 0.5 * (M + M.T)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow: the error below
+        Xc = X - X.mean(axis=0)
+        M = S.T @ Xc / X.shape[0]
+        M = 0.5 * (M + M.T)
+    if not np.all(np.isfinite(M)):
+        raise ValueError("the Stein moment matrix of X (its products with the model's "
+                         "scores) overflows float64; rescale X.")
     M[np.diag_indices_from(M)] += 1.0
     return M
 
@@ -380,8 +384,12 @@ def _whitening_map(X):
     ``r`` counts the covariance's eigenvalues above ``1e-10`` of the largest (the
     directions along which the sample varies at all).
     """
-    Xc = X - X.mean(axis=0)
-    evals, evecs = np.linalg.eigh(Xc.T @ Xc / Xc.shape[0])
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow: the error below
+        Xc = X - X.mean(axis=0)
+        C = Xc.T @ Xc / Xc.shape[0]
+    if not np.all(np.isfinite(C)):
+        raise ValueError("the covariance of X overflows float64; rescale X.")
+    evals, evecs = np.linalg.eigh(C)
     keep = evals > 1e-10 * max(evals[-1], np.finfo(np.float64).tiny)
     return Xc, evecs[:, keep] / np.sqrt(evals[keep])
 

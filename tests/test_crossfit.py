@@ -277,10 +277,12 @@ def test_studentised_null_against_resampling_by_hand(bootstrap):
     stat = StudentisedMean(xi)
     assert stat.statistic("u") == stat.statistic("v") == pytest.approx(
         30 * xi.mean() ** 2 / xi.var(ddof=1), rel=1e-12)
-    # a resample of equal terms counts against the statistic; equal terms give 0 or inf
+    # a resample of equal terms counts against the statistic; equal terms have no spread
+    # to studentise by and give 0, whatever their mean
     assert studentised_null(np.array([1.0, 2.0]), np.array([[0.5, -0.5]]), "multinomial")[0] \
         == np.inf
     assert StudentisedMean(np.zeros(5)).statistic() == 0.0
+    assert StudentisedMean(np.full(5, 3.0)).statistic() == 0.0
 
 
 def test_fourth_moment_finds_rotated_tails():
@@ -388,6 +390,24 @@ def test_second_moment_sums_against_the_matrices():
         got = np.vstack([blk for _, _, blk in blocks])
         np.testing.assert_allclose(got, H - np.diag(np.diag(H)), rtol=1e-12,
                                    atol=1e-12 * np.abs(H).max())
+
+
+def test_fitted_moment_candidates_on_two_points_compute_cleanly():
+    # two points: the studentised moment statistics' terms are equal (variance zero),
+    # so the statistic is 0 and its draws infinite; the aggregated test ranks them
+    # without invalid arithmetic and does not reject
+    import warnings
+
+    X = np.array([[0.0, 0.0], [1.0, 0.0]])
+    test = MaxSKSDTest(lambda Z: -Z, variant="rg", init=np.array([[1.0, 1.0]]), n_slices=1,
+                       max_iter=0, validation_fraction=0.0, n_bootstrap=50, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        warnings.filterwarnings("ignore", message="the multinomial bootstrap")
+        res = test.fit(X).test(X)
+    assert res.labels[-2:] == ("moment", "fourth moment")
+    assert res.statistics[-2] == 0.0 and np.isfinite(res.statistic)
+    assert res.pvalue == 1.0 and not res.reject
 
 
 def test_second_moments_that_overflow_name_X():

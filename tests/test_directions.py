@@ -339,3 +339,16 @@ def test_cubic_start_follows_the_numpy_iteration(monkeypatch):
     G_ref, _ = directions._cubic_start(X, -X, "g", 12, rng, False)
     np.testing.assert_allclose(G, G_ref, atol=1e-10)
     np.testing.assert_array_equal(R, np.eye(12))
+
+
+def test_moments_that_overflow_name_X():
+    # the Stein moment matrix and the covariance behind the data-driven starts: an
+    # overflow is a ValueError naming X, not numpy's "Eigenvalues did not converge"
+    from skstein.directions import independent_directions, stein_moment_matrix
+
+    X = np.zeros((9, 4))
+    X[0, 0], X[0, 3] = 1.7e308, 2.0
+    with pytest.raises(ValueError, match="moment matrix of X"):
+        stein_moment_matrix(X, -X)
+    with pytest.raises(ValueError, match="covariance of X"):
+        independent_directions(X, 2, np.random.default_rng(0))

@@ -235,3 +235,17 @@ def test_clone_params_and_grid_search():
     grid = GridSearchCV(test, {"bandwidth": [0.3, 1.0, 3.0]}, cv=3).fit(X)
     assert grid.best_params_["bandwidth"] in (0.3, 1.0, 3.0)
     assert np.isfinite(grid.best_score_)
+
+
+def test_optimised_with_a_given_bandwidth_on_coinciding_training_rows():
+    # the ascent bounds its bandwidth about the median heuristic of the training part;
+    # where that part's rows coincide (no median), a given bandwidth is the centre
+    X = np.zeros((8, 2))
+    X[0, 1] = X[7, 1] = 1.0
+    for seed in range(6):
+        res = FSSDTest(lambda Z: -Z, n_locations=2, optimize=True, max_iter=3, bandwidth=1.0,
+                       n_simulate=50, random_state=seed).test(X)
+        assert 0 < res.pvalue <= 1
+    with pytest.raises(ValueError, match="median heuristic"):
+        FSSDTest(lambda Z: -Z, n_locations=2, optimize=True, max_iter=3,
+                 n_simulate=50, random_state=0).test(np.zeros((8, 2)))

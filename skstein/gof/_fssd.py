@@ -192,9 +192,16 @@ class FSSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         """(locations, bandwidth, criterion, n_iter) from the training sample ``X``."""
         loc_rng, bw_rng = rng.spawn(2)
         median = isinstance(self.bandwidth, str)
+        h = None if median else resolve_bandwidth(X, self.bandwidth)
         if median or self.optimize:
-            h_med = resolve_bandwidth(X, "median", random_state=bw_rng)
-        h = h_med if median else resolve_bandwidth(X, self.bandwidth)
+            try:
+                h_med = resolve_bandwidth(X, "median", random_state=bw_rng)
+            except ValueError:
+                if median:
+                    raise
+                # the training rows coincide: the ascent's bounds about the given bandwidth
+                h_med = h
+        h = h_med if median else h
         if self.locations is not None:
             V = check_locations(self.locations, X.shape[1])
         else:

@@ -408,7 +408,8 @@ class StudentisedMean:
     ``t`` both reject too often under the model (0.09 instead of 0.05 at D = 5,
     N = 100 for a standard normal model, 0.12-0.14 for Student-t models); the
     bootstrap-t (:func:`studentised_null`) held 0.05-0.08 there. ``diag`` is zero: the
-    V-statistic's diagonal term does not apply.
+    V-statistic's diagonal term does not apply. Terms that are all equal have no spread
+    to studentise by: the statistic is then 0.
     """
 
     def __init__(self, xi):
@@ -416,7 +417,9 @@ class StudentisedMean:
         self.diag = np.zeros(self.n)
         m = float(xi.mean())
         var = float(xi.var(ddof=1))
-        self.value = self.n * m * m / var if var > 0 else (0.0 if m == 0 else np.inf)
+        # terms all equal (two points, a constant sample): no spread to studentise by,
+        # no evidence measured; the statistic is 0 and the test does not reject
+        self.value = self.n * m * m / var if var > 0 else 0.0
 
     def statistic(self, kind="u"):
         return self.value
