@@ -257,8 +257,8 @@ def _snap_ties(statistic, null):
     statistic = np.asarray(statistic, dtype=np.float64)
     null = np.asarray(null, dtype=np.float64)
     scale = np.maximum(np.abs(statistic), np.max(np.abs(null), axis=0, initial=0.0))
-    # an infinite statistic (a studentised one whose terms are all equal) ties with
-    # the equal infinite draws; inf - inf is NaN, which ties with nothing
+    # infinite draws (resamples of a studentised statistic's terms that are all equal)
+    # tie with an equal infinite value only: inf - inf is NaN, which ties with nothing
     with np.errstate(invalid="ignore"):
         tied = (null == statistic) | (np.abs(null - statistic) <= TIE_TOLERANCE * scale)
     return np.where(tied, statistic, null)

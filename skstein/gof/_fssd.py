@@ -201,7 +201,8 @@ class FSSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
                     raise
                 # the training rows coincide: the ascent's bounds about the given bandwidth
                 h_med = h
-        h = h_med if median else h
+        if median:
+            h = h_med
         if self.locations is not None:
             V = check_locations(self.locations, X.shape[1])
         else:
