@@ -5,6 +5,9 @@ time of each workload is measured, with its speed-up over one thread. The rows:
 
 * ``machine-exp``: a numba ``prange`` loop of ``exp`` over 2^26 values (what the machine
   itself gives an embarrassingly parallel kernel);
+* ``machine-region``: 1000 back-to-back parallel regions of an empty ``prange`` loop
+  (so its milliseconds are microseconds per region): what waking and joining the
+  threads costs each pass, whatever its size (``skstein._threads.SPIN_COUNT``);
 * ``machine-sgemm``: float32 GEMM 4000 x 4000 times 4000 x 2000 (OpenBLAS), in GFlop/s;
 * ``stein-pass``: the blocked Stein-kernel pass of the tests (sums, no matrix),
   N = 4000, D = 100; ``stein-matrix``: the pass that forms the matrix (syrk Gram
@@ -24,6 +27,11 @@ time of each workload is measured, with its speed-up over one thread. The rows:
   ``n_jobs`` equal to the thread count (processes, one thread each), against
   ``n_jobs=1``; worker start-up included. ``trials-warm``: the same again, on the
   workers that joblib keeps between calls (as in a power study's later settings).
+  ``trials-warm-1core``: the warm times against ``n_jobs=1`` on one numba and BLAS
+  thread. With ``n_jobs=1`` a trial runs on all of numba's threads, so ``trials``
+  compares processes with threads, and its ratio falls as the kernels scale better
+  (at most the thread count over one trial's own speed-up); this row is the workers'
+  own efficiency.
 
 Each row is printed and written to ``OUT/scaling.json`` (and ``OUT/scaling.csv``), with
 the machine's CPU name and core count, so one run on a many-core machine gives the
@@ -74,6 +82,19 @@ def _exp_kernel():
     return exp_sum
 
 
+def _region_kernel():
+    from numba import njit, prange
+
+    @njit(parallel=True, cache=False)
+    def regions(x, count):
+        for _ in range(count):
+            for i in prange(x.shape[0]):
+                x[i] += 1.0
+        return x
+
+    return regions
+
+
 def workloads(quick):
     """``[(name, unit, setup)]``; ``setup()`` returns ``(fn, work)``: the call to time and
     the amount of work per call (for rates), or None."""
@@ -89,6 +110,12 @@ def workloads(quick):
         out = np.empty_like(x)
         f(x[:10], out[:10])
         return (lambda: f(x, out)), None
+
+    def machine_region():
+        f = _region_kernel()
+        x = np.zeros(64)
+        f(x, 1)
+        return (lambda: f(x, 1000)), None
 
     def machine_sgemm():
         m = 4000 // scale
@@ -131,7 +158,8 @@ def workloads(quick):
             return (lambda: test.test(X)), None
         return setup
 
-    rows = [("machine-exp", "ms", machine_exp), ("machine-sgemm", "GFlop/s", machine_sgemm),
+    rows = [("machine-exp", "ms", machine_exp), ("machine-region", "ms", machine_region),
+            ("machine-sgemm", "GFlop/s", machine_sgemm),
             ("stein-pass", "M pairs/s", stein_pass(False)),
             ("stein-matrix", "M pairs/s", stein_pass(True)), ("ksd-median", "ms", ksd_median),
             ("ksd-agg-5000x1", "ms", ksd_agg(5000, 1)),
@@ -186,18 +214,23 @@ def profile_table(name, fn, low, high, top=15):
     return lines
 
 
-def _trial_rate(n_jobs, n_trials):
-    """Seconds for ``n_trials`` trials of a KSD test of about 30 ms on one core."""
+def _trial_rate(n_jobs, n_trials, threads=None):
+    """Seconds for ``n_trials`` trials of a KSD test of about 30 ms on one core
+    (``threads``: numba and BLAS threads of the calling process, default as they are)."""
+    from threadpoolctl import threadpool_limits
+
     from skstein import KSDTest
+    from skstein._threads import numba_threads
     from skstein.distributions import Gaussian, Laplace
     from skstein.experiments import rejection_rate
 
     test = KSDTest(Gaussian(np.zeros(10)), bandwidth="median", n_bootstrap=1000,
                    random_state=0)
-    t0 = time.perf_counter()
-    rejection_rate(test, Laplace(10), 1000, n_trials=n_trials, random_state=0, n_jobs=n_jobs,
-                   verbose=False)
-    return time.perf_counter() - t0
+    with numba_threads(threads), threadpool_limits(threads):
+        t0 = time.perf_counter()
+        rejection_rate(test, Laplace(10), 1000, n_trials=n_trials, random_state=0,
+                       n_jobs=n_jobs, verbose=False)
+        return time.perf_counter() - t0
 
 
 def main():
@@ -263,6 +296,17 @@ def main():
                 print(f"{name:18s} n_jobs  {t:3d}: {sec:9.2f} s    x{base / sec:5.2f}",
                       flush=True)
             write(args.out, machine, results)
+        # the same warm trials against one process on one core: with n_jobs=1 the trials
+        # run on all the numba threads, so the rows above compare processes with threads
+        core = _trial_rate(1, args.trials, threads=1)
+        for t in threads:
+            warm = next(r["seconds"] for r in results
+                        if r["row"] == "trials-warm" and r["threads"] == t)
+            results.append({"row": "trials-warm-1core", "threads": t, "seconds": warm,
+                            "speedup": core / warm, "rate": None, "unit": "s"})
+            print(f"{'trials-warm-1core':18s} n_jobs  {t:3d}: {warm:9.2f} s    x{core / warm:5.2f}"
+                  f"   (one process on one core: {core:.2f} s)", flush=True)
+        write(args.out, machine, results)
     write(args.out, machine, results)
 
 

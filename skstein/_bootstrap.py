@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._numba.bootstrap import (centred_counts, unpack_signs, unpack_signs_transposed,
-                               upper_forms_blocks)
+from ._numba.bootstrap import (centred_counts, row_forms_blocks, unpack_signs,
+                               unpack_signs_transposed, upper_forms_blocks)
 from ._threads import single_blas
 from ._validation import caller_stacklevel
 
@@ -237,8 +237,24 @@ def forms_block(n):
 
 
 def block_forms(H_rows, V, a, b):
-    """Contribution of the full rows ``a:b`` of a zero-diagonal matrix to the forms ``v^T H v``."""
-    return np.einsum("ij,ij->i", V @ H_rows.T, V[:, a:b])
+    """Contribution of the full rows ``a:b`` of a zero-diagonal matrix to the forms
+    ``v^T H v`` (``V`` has one row per draw).
+
+    The rows are cut into blocks of :func:`forms_block` ``(N)`` rows, each block's
+    product a one-thread BLAS call of a numba thread
+    (:func:`skstein._numba.bootstrap.row_forms_blocks`): the same numbers for any
+    number of threads.
+    """
+    n = V.shape[1]
+    if H_rows.shape != (b - a, n):
+        raise ValueError(f"H_rows must have shape {(b - a, n)}, got {H_rows.shape}.")
+    V = np.ascontiguousarray(V, dtype=np.float64)
+    H_rows = np.ascontiguousarray(H_rows, dtype=np.float64)
+    block = forms_block(n)
+    out = np.empty((-(-(b - a) // block), V.shape[0]))
+    with single_blas():
+        row_forms_blocks(H_rows, V, int(a), block, out)
+    return out.sum(axis=0)
 
 
 #: Draws within this fraction of the largest magnitude of the statistic and its draws

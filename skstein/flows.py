@@ -15,6 +15,7 @@ from ._numba.stein import kernel_params as _kernel_code
 from ._numba.learning import slice_chunks
 from ._numba.svgd import (
     adagrad_step,
+    adagrad_step_chunks,
     sliced_svgd_terms_tiled,
     svgd_field,
     svgd_field_serial,
@@ -179,9 +180,20 @@ def adagrad_update(drive, repulse, n, v, first, lr, X):
     """AdaGrad-like step of the original SVGD code on ``X`` in place (see ``adagrad_step``).
 
     ``drive`` is overwritten with the step. Returns ``(max v, max |X|)`` (NaN if any
-    entry is NaN); ``max v`` is finite exactly when every ``phi^2`` is.
+    entry is NaN); ``max v`` is finite exactly when every ``phi^2`` is. From
+    :data:`PARALLEL_STEP_SIZE` entries on, the step runs on numba's threads (the same
+    numbers).
     """
+    if X.size >= PARALLEL_STEP_SIZE:
+        return adagrad_step_chunks(drive, repulse, n, v, first, lr, X, STEP_CHUNK)
     return adagrad_step(drive, repulse, n, v, first, lr, X)
+
+
+#: Entries of ``X`` from which :func:`adagrad_update` runs on numba's threads (below it,
+#: a step takes a few microseconds, the time of starting a parallel region), and the
+#: entries per parallel range.
+PARALLEL_STEP_SIZE = 2**15
+STEP_CHUNK = 2**13
 
 
 def sliced_svgd_update(X, S, G, h, kernel="rbf", kernel_params=None):

@@ -369,7 +369,8 @@ def test_pooled_moments(cv):
 def test_second_moment_sums_against_the_matrices():
     # the linear Stein kernel <xi_i, xi_j>_F with xi_i = s_i (x_i - mean)^T + (1 - 1/n) I,
     # its sums and its row blocks (any block size), against the D x D matrices themselves
-    from skstein.gof._maxsksd import second_moment_blocks, second_moment_sums
+    from skstein.gof._maxsksd import (second_moment_blocks, second_moment_sums,
+                                      second_moment_upper)
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((37, 4)) * [1.0, 2.0, 3.0, 0.5] + 1.0
@@ -390,6 +391,45 @@ def test_second_moment_sums_against_the_matrices():
         got = np.vstack([blk for _, _, blk in blocks])
         np.testing.assert_allclose(got, H - np.diag(np.diag(H)), rtol=1e-12,
                                    atol=1e-12 * np.abs(H).max())
+    np.testing.assert_allclose(second_moment_upper(X, S), np.triu(H, 1), rtol=1e-12,
+                               atol=1e-12 * np.abs(H).max())
+
+
+def test_second_moment_upper_equals_the_blocks_for_any_number_of_threads():
+    # large enough for the Gram products on numba's threads
+    from skstein._threads import numba_threads
+    from skstein.gof._maxsksd import second_moment_blocks, second_moment_upper
+
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((301, 30))
+    S = -X + 0.2 * rng.standard_normal(X.shape)
+    (_, _, H), = second_moment_blocks(X, S)
+    runs = []
+    for t in (1, 2):
+        with numba_threads(t):
+            runs.append(second_moment_upper(X, S))
+    np.testing.assert_array_equal(runs[0], runs[1])
+    np.testing.assert_allclose(runs[0], np.triu(H, 1), rtol=1e-12,
+                               atol=1e-12 * np.abs(H).max())
+
+
+def test_second_moment_bootstrap_by_blocks_equals_the_upper_triangle():
+    # the test's own second-moment bootstrap: the upper triangle when it fits in
+    # max_memory, full rows by blocks otherwise; the same draws, the same p-value
+    X = Laplace(6).rvs(200, random_state=3)
+    model = Gaussian(np.zeros(6))
+    S = model.grad_logpdf(X)
+    res = []
+    for mem in (10**9, 8 * 200 * 30):
+        for bootstrap in ("multinomial", "rademacher"):
+            test = MaxSKSDTest(model, n_bootstrap=300, bootstrap=bootstrap, max_memory=mem)
+            res.append(test._pooled_second(X, S, np.random.default_rng(4), 0.05))
+    for a, b in zip(res[:2], res[2:]):
+        scale = np.abs(a.null_distribution).max()
+        np.testing.assert_allclose(a.null_distribution, b.null_distribution, rtol=1e-12,
+                                   atol=1e-12 * scale)
+        assert a.statistic == b.statistic and a.pvalue == b.pvalue
+        assert 0 < a.pvalue < 1 and np.ptp(a.null_distribution) > 0
 
 
 def test_fitted_moment_candidates_on_two_points_compute_cleanly():

@@ -14,7 +14,7 @@ import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from skstein import KSDTest, MaxSKSDTest, RelativeKSDTest, ksd, max_sksd
-from skstein._bootstrap import bootstrap_forms, bootstrap_weights, forms_block
+from skstein._bootstrap import block_forms, bootstrap_forms, bootstrap_weights, forms_block
 from skstein._numba._blas import gemm_nt
 from skstein._threads import caller_blas, numba_threads, single_blas
 from skstein._xp import host_single_blas
@@ -66,6 +66,33 @@ def test_bootstrap_forms_are_the_same_for_any_number_of_threads():
     for t in (1, 2):
         with numba_threads(t):
             runs.append(bootstrap_forms(U, V))
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
+@pytest.mark.parametrize("n, a, b", [(1, 0, 1), (40, 0, 40), (40, 13, 14), (700, 0, 700),
+                                     (700, 250, 633)])
+def test_block_forms_equal_the_rows_share_of_the_quadratic_forms(n, a, b):
+    U = _upper(n, n + 1)
+    H = U + U.T
+    V = np.random.default_rng(2).standard_normal((37, n))
+    slow = np.array([v[a:b] @ H[a:b] @ v for v in V])
+    got = block_forms(H[a:b], V, a, b)
+    np.testing.assert_allclose(got, slow, rtol=1e-12, atol=1e-12 * np.abs(slow).max())
+    with pytest.raises(ValueError, match="H_rows"):
+        block_forms(H[a:b, 1:], V, a, b)
+
+
+def test_block_forms_are_the_same_for_any_number_of_threads():
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one numba thread")
+    n = 1100
+    U = _upper(n, 7)
+    H = U + U.T
+    V = bootstrap_weights("rademacher", n, 200, np.random.default_rng(8))
+    runs = []
+    for t in (1, 2):
+        with numba_threads(t):
+            runs.append(block_forms(H[100:900], V, 100, 900))
     np.testing.assert_array_equal(runs[0], runs[1])
 
 
@@ -219,3 +246,51 @@ def test_shared_direction_pass_for_any_number_of_threads():
     a, b = runs
     assert a.offdiag_sum == b.offdiag_sum
     assert np.array_equal(a.upper, b.upper) and np.array_equal(a.pair_sums, b.pair_sums)
+
+
+@pytest.mark.parametrize("given, expected", [
+    ({}, ("PASSIVE", "10000")),
+    ({"OMP_WAIT_POLICY": "ACTIVE"}, ("ACTIVE", None)),
+    ({"GOMP_SPINCOUNT": "7"}, ("PASSIVE", "7")),
+])
+def test_importing_sets_the_openmp_wait_unless_the_user_did(given, expected):
+    """Idle OpenMP threads sleep after a short poll (``skstein._threads.SPIN_COUNT``);
+    a wait policy or spin count the user set is left as it is."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env.update(given)
+    code = ("import os, skstein._threads as t; "
+            "print(os.environ.get('OMP_WAIT_POLICY'), os.environ.get('GOMP_SPINCOUNT'), "
+            "t.SPIN_COUNT)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out[:2] == [str(e) for e in expected]
+    assert int(out[2]) == 10000
+
+
+@pytest.mark.parametrize("shape, first, chunk", [((1000, 100), False, 8192),
+                                                 ((333, 101), True, 64), ((7, 3), False, 5)])
+def test_parallel_adagrad_step_equals_the_serial_one(shape, first, chunk):
+    # the same bits (steps, accumulators, maxima, NaN included) by ranges on any threads
+    from skstein._numba.svgd import adagrad_step, adagrad_step_chunks
+
+    rng = np.random.default_rng(shape[0])
+    arrays = [rng.standard_normal(shape), rng.standard_normal(shape), rng.random(shape),
+              rng.standard_normal(shape)]
+    if shape == (7, 3):
+        arrays[0][4, 1] = np.nan
+    ref = [a.copy() for a in arrays]
+    ref_max = adagrad_step(ref[0], ref[1], 10.0, ref[2], first, 0.1, ref[3])
+    for t in (1, 2):
+        got = [a.copy() for a in arrays]
+        with numba_threads(t):
+            got_max = adagrad_step_chunks(got[0], got[1], 10.0, got[2], first, 0.1, got[3],
+                                          chunk)
+        np.testing.assert_array_equal(np.array(got_max), np.array(ref_max))
+        for g, r in zip(got, ref):
+            np.testing.assert_array_equal(g, r)
+    assert np.isnan(ref_max[0]) == (shape == (7, 3))

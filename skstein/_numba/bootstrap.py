@@ -163,3 +163,41 @@ def _forms_block(upper, V, block, k, out):
         for i in range(b - a):
             s += p[i] * w[i]
         acc[m] = s
+
+
+@njit(cache=True, parallel=PARALLEL)
+def row_forms_blocks(H, V, a, block, out):
+    r"""The share of the full rows ``a:a + B`` of a zero-diagonal matrix in the bootstrap
+    forms :math:`v_m^\top H v_m`, by blocks of ``block`` rows on numba's threads.
+
+    Row ``k`` of ``out`` becomes :math:`\sum_{i \in k} v_{m, a + i} (H_{i,:} v_m)` for
+    every draw ``m``: one product ``V @ H[rows].T`` by a one-thread BLAS call (the caller
+    holds BLAS at one thread) and a dot with the block's weights. No two blocks write
+    the same row of ``out``, so its values do not depend on the number of threads.
+
+    Parameters
+    ----------
+    H : float64 array (B, N), rows C-contiguous
+        Rows ``a:a + B`` of the matrix.
+    V : float64 array (M, N), C-contiguous
+        The weights, one row per draw.
+    a : int
+    block : int
+    out : float64 array (ceil(B / block), M)
+    """
+    rows = H.shape[0]
+    M = V.shape[0]
+    for k in prange((rows + block - 1) // block):
+        lo = k * block
+        hi = min(rows, lo + block)
+        PT = np.empty((M, hi - lo))
+        gemm_nt(V, H[lo:hi], PT, 0.0)
+        acc = out[k]
+        for m in range(M):
+            p = PT[m]
+            w = V[m, a + lo:a + hi]
+            s = 0.0
+            for i in range(hi - lo):
+                s += p[i] * w[i]
+            acc[m] = s
+    return out

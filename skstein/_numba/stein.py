@@ -385,3 +385,42 @@ def stein_pass_blocks(code, p0s, p1, dim, Xc, S, nx, nsx, block, width, scale, V
             _pass_block(k, block, width, code, p0s, p1, two_d, Xc, S, nx, nsx, scale, VT,
                         forms_on, rowpart, colpart, coloff, formpart)
     return rowpart
+
+
+@njit(cache=True, parallel=PARALLEL)
+def linear_stein_upper(SS, YY, a, c0, const):
+    r"""The strict upper triangle of the linear Stein kernel, in place over ``SS``.
+
+    ``SS[i, j]`` becomes :math:`(s_i^\top s_j)(y_i^\top y_j) + (c_0 (a_i + a_j) + C)` for
+    ``j > i`` and zero elsewhere (the kernel of
+    :func:`skstein.gof._maxsksd.second_moment_sums`, with ``C`` = ``const``). Rows
+    ``q`` and ``N - 1 - q`` form one parallel iteration (equal work); every entry is
+    computed alone, so the values do not depend on the number of threads.
+
+    Parameters
+    ----------
+    SS, YY : float64 (N, N), C-contiguous
+        The Gram matrices of the scores and of the centred points.
+    a : float64 (N,)
+    c0, const : float
+    """
+    n = SS.shape[0]
+    for qp in prange((n + 1) // 2):
+        q = np.int64(qp)
+        _linear_row(SS, YY, a, c0, const, q)
+        if n - 1 - q != q:
+            _linear_row(SS, YY, a, c0, const, n - 1 - q)
+    return SS
+
+
+@njit(cache=True)
+def _linear_row(SS, YY, a, c0, const, i):
+    """Row ``i`` of :func:`linear_stein_upper`."""
+    n = SS.shape[0]
+    row = SS[i]
+    grow = YY[i]
+    for j in range(i + 1):
+        row[j] = 0.0
+    ai = a[i]
+    for j in range(i + 1, n):
+        row[j] = row[j] * grow[j] + (c0 * (ai + a[j]) + const)

@@ -16,6 +16,7 @@ from .._bootstrap import (
     bootstrap_threshold,
     bootstrap_weights,
 )
+from .._numba.stein import linear_stein_upper
 from .._xp import host_single_blas
 from .._random import as_generator
 from .._result import GOFTestResult
@@ -51,7 +52,7 @@ from ..discrepancy import (
     sliced_sums_and_forms,
     sliced_value_and_grad,
 )
-from ..kernels import whitening
+from ..kernels import product_nt, whitening
 from ._base import (
     SteinTestMixin,
     aggregated_result,
@@ -325,6 +326,17 @@ def second_moment_sums(X, S):
                          f"float64 (the products of X and the model's scores are too large); "
                          f"rescale X.")
     return SteinSums(n=X.shape[0], offdiag_sum=offdiag, diag=diag, rowsums=rowsums)
+
+
+def second_moment_upper(X, S):
+    """The strict upper triangle of the kernel of :func:`second_moment_sums` (zero on
+    and below the diagonal, ``(N, N)``): the operand of
+    :func:`~skstein._bootstrap.bootstrap_null` when it fits in memory. Its Gram
+    products and its entries run on numba's threads."""
+    Y, a, c0, _ = _second_moment_parts(X, S)
+    H = product_nt(S, S)
+    linear_stein_upper(H, product_nt(Y, Y), a, c0, c0 * c0 * X.shape[1])
+    return H
 
 
 def second_moment_blocks(X, S, max_memory=DEFAULT_MAX_MEMORY):
@@ -1021,9 +1033,13 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         ``alpha``: the U- or V-statistic of :func:`second_moment_sums` and its
         bootstrap on its own draws."""
         sums = second_moment_sums(X, S)
-        null = bootstrap_null(second_moment_blocks(X, S, self.max_memory), self.bootstrap,
-                              self.n_bootstrap, rng, statistic=self.statistic,
-                              diag=sums.diag, n=X.shape[0])
+        n = X.shape[0]
+        # the upper triangle (half the forms' products, on numba's threads) when it
+        # fits, else full rows by blocks
+        kernel = (second_moment_upper(X, S) if 8 * n * n <= self.max_memory
+                  else second_moment_blocks(X, S, self.max_memory))
+        null = bootstrap_null(kernel, self.bootstrap, self.n_bootstrap, rng,
+                              statistic=self.statistic, diag=sums.diag, n=n)
         return self._whole_result(
             sums.statistic(self.statistic), null, alpha, X.shape[0], SECOND,
             f"second moments of all {X.shape[0]} samples (linear Stein kernel, "
