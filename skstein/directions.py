@@ -79,7 +79,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ._numba.directions import cubic_slice_moments
+from ._numba.directions import cubic_slice_moments, fastica_deflation
 from ._threads import single_blas
 from ._random import as_generator
 from ._validation import (
@@ -420,26 +420,11 @@ def independent_directions(X, n_directions, rng):
         Unit directions, ``k = min(n_directions, rank)``.
     """
     Xc, A = _whitening_map(X)
-    Z = Xc @ A
-    n, r = Z.shape
-    found = np.empty((0, r))
-    for _ in range(min(n_directions, r)):
-        w = rng.standard_normal(r)
-        w -= found.T @ (found @ w)
-        w /= np.linalg.norm(w)
-        for _ in range(ICA_ITERATIONS):
-            t = np.tanh(Z @ w)
-            new = Z.T @ t / n - np.mean(1.0 - t * t) * w
-            new -= found.T @ (found @ new)
-            norm = np.linalg.norm(new)
-            if norm == 0:
-                break
-            new /= norm
-            done = 1.0 - abs(new @ w) < ICA_TOL
-            w = new
-            if done:
-                break
-        found = np.vstack([found, w])
+    Z = np.ascontiguousarray(Xc @ A)
+    r = Z.shape[1]
+    starts = rng.standard_normal((min(n_directions, r), r))  # one start per direction
+    # each fixed-point step is one parallel pass over the rows (numba's threads)
+    found = fastica_deflation(Z, starts, ICA_ITERATIONS, ICA_TOL)
     return _unit_rows(found @ A.T)
 
 

@@ -45,6 +45,8 @@ def _maxsksd():
 
     X = np.random.default_rng(0).standard_normal((300, 50))
     MaxSKSDTest(Gaussian(np.zeros(50)), n_bootstrap=100, random_state=0).test(X)
+    # the cross-fitted test's starts (the "ica" start's FastICA kernel)
+    MaxSKSDTest(Gaussian(np.zeros(5)), cv=2, n_bootstrap=100, random_state=0).test(X[:, :5])
 
 
 def _relative():
@@ -64,6 +66,9 @@ def _svgd():
     for n in (50, 300):  # small problems take the serial pass, larger ones the parallel one
         SVGD(target, n_iter=2, random_state=0).fit(X0[:n])
         SlicedSVGD(target, n_iter=2, random_state=0).fit(X0[:n])
+    # from 2^15 entries on, the AdaGrad step runs on numba's threads
+    wide = np.random.default_rng(1).standard_normal((256, 128))
+    SVGD(Gaussian(np.zeros(128)), n_iter=2, random_state=0).fit(wide)
 
 
 def _discrete():
@@ -84,10 +89,11 @@ FAMILIES = {"ksd": _ksd, "maxsksd": _maxsksd, "relative": _relative, "svgd": _sv
 _MARKERS = {
     "ksd": [("stein", "stein_pass_blocks")],
     "maxsksd": [("directions", "cubic_slice_moments"), ("sliced", "sliced_stein_upper"),
-                ("learning", "sliced_grad_upper"), ("bootstrap", "upper_forms_blocks")],
+                ("learning", "sliced_grad_upper"), ("bootstrap", "upper_forms_blocks"),
+                ("directions", "fastica_deflation"), ("stein", "linear_stein_upper")],
     "relative": [("stein", "stein_pass_blocks")],
     "svgd": [("svgd", "svgd_field_serial"), ("svgd", "svgd_field"),
-             ("svgd", "sliced_svgd_terms_tiled")],
+             ("svgd", "sliced_svgd_terms_tiled"), ("svgd", "adagrad_step_chunks")],
     "discrete": [("discrete", "discrete_stein_block")],
 }
 

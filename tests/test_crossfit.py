@@ -144,6 +144,49 @@ def test_independent_directions_recover_laplace_axes():
     assert np.abs(C @ W).max(axis=1).min() > 0.97  # each found direction is a column of W
 
 
+def _fastica_reference(Z, starts, max_iter, tol):
+    # the deflationary fixed point written with NumPy, one direction after another
+    n, r = Z.shape
+    found = np.empty((0, r))
+    for w in starts:
+        w = w - found.T @ (found @ w)
+        w /= np.linalg.norm(w)
+        for _ in range(max_iter):
+            t = np.tanh(Z @ w)
+            new = Z.T @ t / n - np.mean(1.0 - t * t) * w
+            new -= found.T @ (found @ new)
+            norm = np.linalg.norm(new)
+            if norm == 0:
+                break
+            new /= norm
+            done = 1.0 - abs(new @ w) < tol
+            w = new
+            if done:
+                break
+        found = np.vstack([found, w])
+    return found
+
+
+@pytest.mark.parametrize("n, r, k, max_iter", [(300, 5, 5, 200), (97, 12, 4, 3),
+                                               (1000, 40, 20, 200), (33, 2, 1, 0)])
+def test_fastica_kernel_equals_numpy_for_any_number_of_threads(n, r, k, max_iter):
+    from skstein._numba.directions import fastica_deflation
+    from skstein._threads import numba_threads
+
+    rng = np.random.default_rng(n)
+    Z = rng.laplace(size=(n, r)) @ rng.standard_normal((r, r))
+    Z = (Z - Z.mean(axis=0)) @ np.linalg.inv(np.linalg.cholesky(np.cov(Z.T, bias=True)).T)
+    starts = rng.standard_normal((k, r))
+    ref = _fastica_reference(Z, starts, max_iter, 1e-6)
+    runs = []
+    for t in (1, 2):
+        with numba_threads(t):
+            runs.append(fastica_deflation(Z, starts, max_iter, 1e-6))
+    np.testing.assert_array_equal(runs[0], runs[1])
+    np.testing.assert_allclose(runs[0], ref, atol=1e-9)
+    np.testing.assert_allclose(runs[0] @ runs[0].T, np.eye(k), atol=1e-10)
+
+
 def test_independent_directions_rank_deficient():
     rng = np.random.default_rng(0)
     X = rng.laplace(size=(500, 2)) @ rng.standard_normal((2, 5))  # rank 2 in 5-D
