@@ -38,9 +38,11 @@ the machine's CPU name and core count, so one run on a many-core machine gives t
 whole table.
 
 With ``--profile``, each workload is also run once under :mod:`cProfile` at one thread
-and at the most threads, and ``OUT/profiles.txt`` lists, per workload, the functions
-with the most own time at each count side by side: a phase whose time does not shrink
-with the threads is what stops the workload from scaling.
+and at the most threads, and ``OUT/profiles.txt`` lists, per workload, the time in
+skstein's compiled kernels and elsewhere (Python, NumPy, one-thread BLAS: the serial
+share, which bounds the speed-up) and the functions with the most own time at each
+count side by side: a phase whose time does not shrink with the threads is what stops
+the workload from scaling.
 
 Run: ``python benchmarks/bench_scaling.py OUT [--threads 1 2 4 8 16] [--quick] [--profile]``
 """
@@ -175,8 +177,14 @@ def workloads(quick):
     return rows
 
 
+#: Key of :func:`own_times`'s total over the compiled kernels.
+KERNELS = "(compiled kernels)"
+
+
 def own_times(fn):
-    """``{function: own seconds}`` of one call of ``fn`` under cProfile."""
+    """``{function: own seconds}`` of one call of ``fn`` under cProfile, and under
+    :data:`KERNELS` the sum over skstein's compiled kernels (the dispatchers of
+    ``skstein/_numba``)."""
     import cProfile
     import pstats
 
@@ -185,10 +193,13 @@ def own_times(fn):
     fn()
     prof.disable()
     stats = pstats.Stats(prof).stats
-    out = {}
+    kernels = os.sep + os.path.join("skstein", "_numba") + os.sep
+    out = {KERNELS: 0.0}
     for (file, line, func), (_, _, tottime, _, _) in stats.items():
         key = f"{os.path.basename(file)}:{line}({func})" if line else func
         out[key] = out.get(key, 0.0) + tottime
+        if kernels in file:
+            out[KERNELS] += tottime
     return out
 
 
@@ -202,10 +213,17 @@ def profile_table(name, fn, low, high, top=15):
     for t in (low, high):
         with numba_threads(t), threadpool_limits(t):
             times[t] = own_times(fn)
+    # own time of the compiled kernels against the rest: Python, NumPy, one-thread BLAS,
+    # the serial share of the workload
+    kern = {t: times[t].pop(KERNELS) for t in times}
     total = {t: sum(v.values()) for t, v in times.items()}
     keys = sorted(times[low], key=lambda k: -times[low][k])[:top]
     lines = [f"== {name}: {total[low] * 1e3:.1f} ms at {low} thread(s), "
              f"{total[high] * 1e3:.1f} ms at {high} (x{total[low] / total[high]:.2f})",
+             f"   in compiled kernels {kern[low] * 1e3:.1f} -> {kern[high] * 1e3:.1f} ms; "
+             f"elsewhere {(total[low] - kern[low]) * 1e3:.1f} -> "
+             f"{(total[high] - kern[high]) * 1e3:.1f} ms "
+             f"({(total[low] - kern[low]) / total[low]:.0%} of the one-thread time)",
              f"{'own ms @' + str(low):>12s} {'own ms @' + str(high):>12s} {'speed-up':>8s}  function"]
     for k in keys:
         a, b = times[low][k], times[high].get(k, 0.0)

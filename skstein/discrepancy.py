@@ -35,6 +35,7 @@ from ._numba.bootstrap import scaled_single
 from ._numba.features import stein_pairs
 from ._numba.stein import (
     kernel_params,
+    linear_stein_upper,
     stein_block_inplace,
     stein_pass_blocks,
     stein_upper_multi,
@@ -681,6 +682,18 @@ def resolve_sliced_bandwidths(U, bandwidth, n_bandwidths=10, *, random_state=Non
 def is_collection(bandwidth):
     """Whether a ``bandwidth`` argument asks for an aggregated test (``"aggregate"``)."""
     return isinstance(bandwidth, str) and bandwidth == "aggregate"
+
+
+def linear_stein_upper_matrix(S, Y, a, c0, const):
+    r"""The strict upper triangle ``(N, N)`` of the kernel :math:`(s_i^\top s_j)
+    (y_i^\top y_j) + c_0 (a_i + a_j) + C` (zero on and below the diagonal), ``C`` =
+    ``const``: the linear Stein kernel of
+    :func:`skstein.gof._maxsksd.second_moment_sums`. Its Gram products and its entries
+    run on numba's threads (:func:`skstein._numba.stein.linear_stein_upper`)."""
+    H = product_nt(S, S)
+    linear_stein_upper(H, product_nt(Y, Y), np.ascontiguousarray(a, dtype=np.float64),
+                       float(c0), float(const))
+    return H
 
 
 def _sliced_kernel_params(kernel, bandwidths, kernel_params):

@@ -16,7 +16,6 @@ from .._bootstrap import (
     bootstrap_threshold,
     bootstrap_weights,
 )
-from .._numba.stein import linear_stein_upper
 from .._xp import host_single_blas
 from .._random import as_generator
 from .._result import GOFTestResult
@@ -46,13 +45,14 @@ from ..discrepancy import (
     DEFAULT_MAX_MEMORY,
     SteinSums,
     is_collection,
+    linear_stein_upper_matrix,
     resolve_sliced_bandwidth,
     resolve_sliced_bandwidths,
     sliced_stein_sums,
     sliced_sums_and_forms,
     sliced_value_and_grad,
 )
-from ..kernels import product_nt, whitening
+from ..kernels import whitening
 from ._base import (
     SteinTestMixin,
     aggregated_result,
@@ -334,9 +334,7 @@ def second_moment_upper(X, S):
     :func:`~skstein._bootstrap.bootstrap_null` when it fits in memory. Its Gram
     products and its entries run on numba's threads."""
     Y, a, c0, _ = _second_moment_parts(X, S)
-    H = product_nt(S, S)
-    linear_stein_upper(H, product_nt(Y, Y), a, c0, c0 * c0 * X.shape[1])
-    return H
+    return linear_stein_upper_matrix(S, Y, a, c0, c0 * c0 * X.shape[1])
 
 
 def second_moment_blocks(X, S, max_memory=DEFAULT_MAX_MEMORY):
