@@ -8,6 +8,10 @@ time of each workload is measured, with its speed-up over one thread. The rows:
 * ``machine-region``: 1000 back-to-back parallel regions of an empty ``prange`` loop
   (so its milliseconds are microseconds per region): what waking and joining the
   threads costs each pass, whatever its size (``skstein._threads.SPIN_COUNT``);
+* ``machine-touch``: a numba ``prange`` loop writing 64 MB of fresh memory (a new
+  anonymous mapping per call, 4 KB pages): the cost of first-touch page faults, which
+  a workload pays wherever it writes an array that the allocator has just mapped (a
+  ``MaxSKSDTest`` trial at D = 100 takes about 6500 of them; ``--profile`` counts them);
 * ``machine-sgemm``: float32 GEMM 4000 x 4000 times 4000 x 2000 (OpenBLAS), in GFlop/s;
 * ``stein-pass``: the blocked Stein-kernel pass of the tests (sums, no matrix),
   N = 4000, D = 100; ``stein-matrix``: the pass that forms the matrix (syrk Gram
@@ -84,6 +88,31 @@ def _exp_kernel():
     return exp_sum
 
 
+def _touch_kernel():
+    from numba import njit, prange
+
+    @njit(parallel=True, cache=False)
+    def touch(x):
+        for i in prange(x.shape[0] // 512):
+            x[512 * i] = 1.0
+        return x
+
+    return touch
+
+
+def _fresh_touch(f, nbytes):
+    """Write one float per 4 KB page of a new anonymous mapping of ``nbytes``."""
+    import mmap
+
+    m = mmap.mmap(-1, nbytes)
+    try:
+        x = np.frombuffer(m, dtype=np.float64)
+        f(x)
+        del x
+    finally:
+        m.close()
+
+
 def _region_kernel():
     from numba import njit, prange
 
@@ -118,6 +147,11 @@ def workloads(quick):
         x = np.zeros(64)
         f(x, 1)
         return (lambda: f(x, 1000)), None
+
+    def machine_touch():
+        f = _touch_kernel()
+        _fresh_touch(f, 2**20)
+        return (lambda: _fresh_touch(f, 2**26)), None
 
     def machine_sgemm():
         m = 4000 // scale
@@ -161,7 +195,7 @@ def workloads(quick):
         return setup
 
     rows = [("machine-exp", "ms", machine_exp), ("machine-region", "ms", machine_region),
-            ("machine-sgemm", "GFlop/s", machine_sgemm),
+            ("machine-touch", "ms", machine_touch), ("machine-sgemm", "GFlop/s", machine_sgemm),
             ("stein-pass", "M pairs/s", stein_pass(False)),
             ("stein-matrix", "M pairs/s", stein_pass(True)), ("ksd-median", "ms", ksd_median),
             ("ksd-agg-5000x1", "ms", ksd_agg(5000, 1)),
@@ -209,10 +243,14 @@ def profile_table(name, fn, low, high, top=15):
 
     from skstein._threads import numba_threads
 
-    times = {}
+    import resource
+
+    times, faults = {}, {}
     for t in (low, high):
         with numba_threads(t), threadpool_limits(t):
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             times[t] = own_times(fn)
+            faults[t] = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
     # own time of the compiled kernels against the rest: Python, NumPy, one-thread BLAS,
     # the serial share of the workload
     kern = {t: times[t].pop(KERNELS) for t in times}
@@ -223,7 +261,8 @@ def profile_table(name, fn, low, high, top=15):
              f"   in compiled kernels {kern[low] * 1e3:.1f} -> {kern[high] * 1e3:.1f} ms; "
              f"elsewhere {(total[low] - kern[low]) * 1e3:.1f} -> "
              f"{(total[high] - kern[high]) * 1e3:.1f} ms "
-             f"({(total[low] - kern[low]) / total[low]:.0%} of the one-thread time)",
+             f"({(total[low] - kern[low]) / total[low]:.0%} of the one-thread time); "
+             f"{faults[low]} -> {faults[high]} page faults",
              f"{'own ms @' + str(low):>12s} {'own ms @' + str(high):>12s} {'speed-up':>8s}  function"]
     for k in keys:
         a, b = times[low][k], times[high].get(k, 0.0)
