@@ -31,7 +31,8 @@ def _ksd():
     model = Gaussian(np.zeros(5))
     for kernel in ("rbf", "imq"):
         KSDTest(model, kernel=kernel, n_bootstrap=100, random_state=0).test(X)
-    KSDTest(model, bandwidth="median", n_bootstrap=100, random_state=0).test(X)
+    # 300 x 300 weights: transposed on numba's threads (from 2^16)
+    KSDTest(model, bandwidth="median", n_bootstrap=300, random_state=0).test(X)
     KSDTest(model, kernel="imq", bootstrap="rademacher", n_bootstrap=100, random_state=0).test(X)
     # the median bandwidth of larger samples forms its Gram product on numba's threads
     from .kernels import median_bandwidth
@@ -87,7 +88,7 @@ FAMILIES = {"ksd": _ksd, "maxsksd": _maxsksd, "relative": _relative, "svgd": _sv
 #: For each family, kernels whose cache entry tells whether the family is compiled
 #: (module of :mod:`skstein._numba`, function name).
 _MARKERS = {
-    "ksd": [("stein", "stein_pass_blocks")],
+    "ksd": [("stein", "stein_pass_blocks"), ("bootstrap", "transposed_into")],
     "maxsksd": [("directions", "cubic_slice_moments"), ("sliced", "sliced_stein_upper"),
                 ("learning", "sliced_grad_upper"), ("bootstrap", "upper_forms_blocks"),
                 ("directions", "fastica_deflation"), ("stein", "linear_stein_upper")],

@@ -294,3 +294,16 @@ def test_parallel_adagrad_step_equals_the_serial_one(shape, first, chunk):
         for g, r in zip(got, ref):
             np.testing.assert_array_equal(g, r)
     assert np.isnan(ref_max[0]) == (shape == (7, 3))
+
+
+@pytest.mark.parametrize("shape", [(300, 300), (1000, 77), (5, 20000)])
+def test_weight_columns_transpose_dense_weights_exactly(shape):
+    from skstein._bootstrap import weight_columns
+
+    V = np.random.default_rng(shape[1]).standard_normal(shape)
+    for t in (1, 2):
+        with numba_threads(t):
+            for dtype in (np.float32, np.float64):
+                got = weight_columns(V, dtype)
+                assert got.dtype == dtype and got.flags.c_contiguous
+                np.testing.assert_array_equal(got, V.T.astype(dtype))

@@ -78,6 +78,33 @@ def unpack_signs_transposed(bits, scale, out):
     return out
 
 
+@njit(cache=True, parallel=PARALLEL)
+def transposed_into(V, out):
+    r"""``out[i, m] = V[m, i]`` in ``out``'s precision, by tiles of 64 columns of ``V``
+    on numba's threads (each entry written once: the same values for any number of
+    threads).
+
+    Parameters
+    ----------
+    V : float64 array (M, n), C-contiguous
+    out : float array (n, M)
+    """
+    M, n = V.shape
+    for tp in prange((n + 63) // 64):
+        i0 = np.int64(tp) * 64
+        _transpose_tile(V, out, i0, min(n, i0 + 64))
+    return out
+
+
+@njit(cache=True)
+def _transpose_tile(V, out, i0, i1):
+    """Columns ``i0:i1`` of ``V`` into rows ``i0:i1`` of ``out``."""
+    for m in range(V.shape[0]):
+        row = V[m]
+        for i in range(i0, i1):
+            out[i, m] = row[i]
+
+
 #: Smallest normal single-precision magnitude: below it products run on subnormal
 #: operands, which x86 processors handle in microcode (tens of times slower).
 FLOAT32_TINY = float(np.finfo(np.float32).tiny)
