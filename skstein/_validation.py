@@ -80,12 +80,37 @@ def named_errors(name):
         raise cls(f"{name} is invalid: {exc}") from exc
 
 
+def refuse_device_array(X, name="X"):
+    """A ValueError naming ``name`` when ``X`` is an array of an Array API library other
+    than NumPy (CuPy, PyTorch, ``array-api-strict``) under scikit-learn's
+    ``array_api_dispatch``: the computations that validate their data with
+    :func:`check_samples` run on the CPU, and scikit-learn's own check would fail with
+    an error about a dtype. Without dispatch, such arrays are converted as scikit-learn
+    converts them (a CPU tensor is read, a GPU tensor refused by its library)."""
+    if X is None or isinstance(X, (np.ndarray, np.generic, list, tuple)) or sparse.issparse(X):
+        return
+    import sklearn
+
+    if not sklearn.get_config().get("array_api_dispatch", False):
+        return
+    import array_api_compat
+
+    if array_api_compat.is_array_api_obj(X) and not array_api_compat.is_numpy_array(X):
+        library = array_api_compat.array_namespace(X).__name__.replace("array_api_compat.", "")
+        raise ValueError(
+            f"{name} is an array of {library} on device {array_api_compat.device(X)}, but "
+            "this computation runs on the CPU only (the user guide's Performance page lists "
+            f"what runs on a device): pass {name} as a NumPy array.")
+
+
 def check_samples(X, name="X", min_samples=2):
     """Validate a sample matrix: 2-D, finite, float64, at least ``min_samples`` rows.
 
     Returns a C-ordered array (the same numbers give the same results bit for bit,
-    whatever the layout they came in). Every error names ``name``.
+    whatever the layout they came in). Every error names ``name``; a device array
+    under Array API dispatch is refused (:func:`refuse_device_array`).
     """
+    refuse_device_array(X, name)
     with named_errors(name):
         return check_array(
             X,
@@ -104,6 +129,7 @@ def validate_samples(estimator, X, *, reset, min_samples=2, **params):
     ``reset=True`` records the number of features (in ``fit``); ``reset=False`` checks
     it when the estimator is fitted. Returns a C-ordered array; every error names ``X``.
     """
+    refuse_device_array(X, "X")
     with named_errors("X"):
         return validate_data(estimator, X, dtype=np.float64, order="C",
                              ensure_min_samples=min_samples, reset=reset, **params)

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import sklearn
 
-from skstein import KSDTest, RelativeKSDTest
+from skstein import (FSSDTest, KSDTest, LinearKSDTest, MaxSKSDTest, MMDGOFTest, RelativeKSDTest,
+                     RelativeMMDTest, RFSDTest, max_sksd, search_directions)
 from skstein.discrepancy import ksd, ksd_power_criterion, stein_matrix
 from skstein.distributions import Categorical, Gaussian
 
@@ -128,6 +129,32 @@ def test_mixed_namespaces_are_named(dispatch):
     with pytest.raises(ValueError, match="X must be a NumPy array for a discrete model"):
         KSDTest(Categorical(np.full((2, 3), 1 / 3)), random_state=0).test(
             xs.asarray(np.zeros((10, 2), dtype=np.int64)))
+
+
+class _Sampler(StrictScore):
+    def rvs(self, n, random_state=None):
+        return np.random.default_rng(random_state).standard_normal((n, self.dim))
+
+
+@pytest.mark.parametrize("call", [
+    lambda X: MaxSKSDTest(_Sampler(3), n_bootstrap=20, random_state=0).test(X),
+    lambda X: MaxSKSDTest(_Sampler(3), n_bootstrap=20, random_state=0).fit(X),
+    lambda X: FSSDTest(_Sampler(3), random_state=0).test(X),
+    lambda X: LinearKSDTest(_Sampler(3), random_state=0).test(X),
+    lambda X: RFSDTest(_Sampler(3), random_state=0).test(X),
+    lambda X: MMDGOFTest(_Sampler(3), random_state=0).test(X),
+    lambda X: RelativeMMDTest(_Sampler(3), _Sampler(3), random_state=0).test(X),
+    lambda X: max_sksd(X, _Sampler(3), directions=np.eye(3), slices=np.eye(3)),
+    lambda X: search_directions(X, _Sampler(3), random_state=0),
+], ids=["maxsksd-test", "maxsksd-fit", "fssd", "linear", "rfsd", "mmd", "relative-mmd",
+        "max_sksd", "search_directions"])
+def test_cpu_only_computations_name_a_device_array(dispatch, call):
+    # the estimators and functions without a device path refuse device data by name
+    # (scikit-learn's own check failed with "'dtype' must be a dtype")
+    _, Xs = _data(n=60)
+    with pytest.raises(ValueError, match="X is an array of array_api_strict .* runs on the "
+                                         "CPU only .* pass X as a NumPy array"):
+        call(Xs)
 
 
 def test_device_array_without_dispatch_is_an_error():
