@@ -19,6 +19,9 @@ device start-up) and with the device synchronised:
   ``--ksdagg PATH`` (the folder that holds the ``ksdagg`` package); without it those
   rows are skipped.
 
+``maxsksd``: the default ``MaxSKSDTest`` at n = 1000, D = 100 on the CPU and with its
+test stage on the device (float64; its directions are learned on the host either way).
+
 For the samplers, one iteration at N = 1000 particles, D = 100 (the difference of fits
 of k + 1 and 1 iterations over k, ``--sampler-iters`` k = 20 by default; no history
 records but at the first and last iteration): ``SVGD`` and ``SlicedSVGD`` on
@@ -203,6 +206,35 @@ def profile_torch(args, move, test):
     print(tables[-1][-3000:], flush=True)
 
 
+def bench_maxsksd(args, move, sync, rows):
+    """The default ``MaxSKSDTest`` (split, pooled moments, 1000 draws) at n = 1000,
+    D = 100: on the CPU, and with its test stage on the device (float64)."""
+    import sklearn
+
+    from skstein import MaxSKSDTest
+
+    n, d = (300, 20) if args.quick else (1000, 100)
+    X = data(n, d)
+
+    def test():
+        return MaxSKSDTest(Neg(), random_state=0)
+
+    t, ref = median_time(lambda: test().test(X), max(1, args.repeat // 3), lambda: None)
+    rows.append(dict(what="maxsksd", n=n, d=d, who="skstein-cpu", precision="float64",
+                     seconds=t, pvalue=ref.pvalue, reject=ref.reject))
+    print(rows[-1], flush=True)
+    Xd = move(X, "float64")
+    with sklearn.config_context(array_api_dispatch=True):
+        t, res = median_time(lambda: test().test(Xd), max(1, args.repeat // 3), sync)
+    rows.append(dict(what="maxsksd", n=n, d=d, who="skstein-gpu",
+                     precision="float64 (test stage on the device)", seconds=t,
+                     pvalue=res.pvalue, reject=res.reject,
+                     pvalue_diff=abs(res.pvalue - ref.pvalue),
+                     max_stat_rel_diff=float(np.max(np.abs(res.statistics - ref.statistics)
+                                                    / np.abs(ref.statistics)))))
+    print(rows[-1], flush=True)
+
+
 def bench_ksdagg(args, rows):
     if not args.ksdagg:
         print("no --ksdagg folder: KSDAgg-JAX rows skipped")
@@ -337,9 +369,10 @@ def main():
                     help="PyTorch device (\"cpu\" for a smoke run without a GPU)")
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--quick", action="store_true", help="small cases (a smoke run)")
-    ap.add_argument("--skip", nargs="*", default=(), choices=("ksd", "ksdagg", "svgd"))
-    ap.add_argument("--order", nargs="+", default=("ksd", "ksdagg", "svgd"),
-                    choices=("ksd", "ksdagg", "svgd"), help="the parts, in this order")
+    parts_names = ("ksd", "ksdagg", "svgd", "maxsksd")
+    ap.add_argument("--skip", nargs="*", default=(), choices=parts_names)
+    ap.add_argument("--order", nargs="+", default=parts_names, choices=parts_names,
+                    help="the parts, in this order")
     ap.add_argument("--cpu-max-n", type=int, default=5000,
                     help="larger cases skip the CPU; the device's float64 run is their "
                          "reference")
@@ -367,7 +400,8 @@ def main():
         bench_ksdagg(args, rows)
 
     parts = {"ksd": lambda: bench_ksd(args, move, sync, tf32, rows), "ksdagg": ksdagg_rows,
-             "svgd": lambda: bench_svgd(args, move, sync, rows)}
+             "svgd": lambda: bench_svgd(args, move, sync, rows),
+             "maxsksd": lambda: bench_maxsksd(args, move, sync, rows)}
     try:
         for name in args.order:
             if name in args.skip:

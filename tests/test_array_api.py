@@ -137,7 +137,6 @@ class _Sampler(StrictScore):
 
 
 @pytest.mark.parametrize("call", [
-    lambda X: MaxSKSDTest(_Sampler(3), n_bootstrap=20, random_state=0).test(X),
     lambda X: MaxSKSDTest(_Sampler(3), n_bootstrap=20, random_state=0).fit(X),
     lambda X: FSSDTest(_Sampler(3), random_state=0).test(X),
     lambda X: LinearKSDTest(_Sampler(3), random_state=0).test(X),
@@ -146,7 +145,7 @@ class _Sampler(StrictScore):
     lambda X: RelativeMMDTest(_Sampler(3), _Sampler(3), random_state=0).test(X),
     lambda X: max_sksd(X, _Sampler(3), directions=np.eye(3), slices=np.eye(3)),
     lambda X: search_directions(X, _Sampler(3), random_state=0),
-], ids=["maxsksd-test", "maxsksd-fit", "fssd", "linear", "rfsd", "mmd", "relative-mmd",
+], ids=["maxsksd-fit", "fssd", "linear", "rfsd", "mmd", "relative-mmd",
         "max_sksd", "search_directions"])
 def test_cpu_only_computations_name_a_device_array(dispatch, call):
     # the estimators and functions without a device path refuse device data by name
@@ -155,6 +154,65 @@ def test_cpu_only_computations_name_a_device_array(dispatch, call):
     with pytest.raises(ValueError, match="X is an array of array_api_strict .* runs on the "
                                          "CPU only .* pass X as a NumPy array"):
         call(Xs)
+
+
+@pytest.mark.parametrize("params", [
+    dict(),
+    dict(moment=False),
+    dict(cv=2),
+    dict(kernel="imq", statistic="v", bootstrap="rademacher"),
+    dict(kernel="imq", kernel_params={"beta": -0.3}, moment=True),
+    dict(variant="rg", n_slices=2),
+    dict(test_bandwidth="aggregate"),
+], ids=["default", "paper", "cv2", "imq-v-rademacher", "imq-beta-moment", "rg",
+        "aggregate"])
+def test_maxsksd_test_stage_on_the_device_equals_numba(dispatch, monkeypatch, params):
+    # the directions are learned on host copies; the sliced statistics' sums and forms
+    # and the second moments' forms run in the data's namespace: the same statistics to
+    # 1e-10, the same p-values
+    import skstein._xp_sliced as xp_sliced
+    import skstein.gof._maxsksd as maxsksd_module
+
+    calls = []
+    for name in ("xp_sliced_sums_and_forms", "xp_linear_forms"):
+        real = getattr(xp_sliced, name)
+        monkeypatch.setattr(maxsksd_module, name,
+                            lambda *a, _real=real, _name=name, **k: calls.append(_name)
+                            or _real(*a, **k))
+    X, Xs = _data(n=120, d=4)
+    test = MaxSKSDTest(StrictScore(4, tilt=0.2), n_bootstrap=200, random_state=0, **params)
+    with sklearn.config_context(array_api_dispatch=False):
+        r0 = test.test(X)
+    r1 = test.test(Xs)
+    assert "xp_sliced_sums_and_forms" in calls
+    assert ("xp_linear_forms" in calls) == (params.get("moment", "pooled") == "pooled")
+    _close(r0.statistic, r1.statistic)
+    assert r0.pvalue == r1.pvalue and r0.reject == r1.reject
+    if r0.pvalues is not None:
+        np.testing.assert_array_equal(r0.pvalues, r1.pvalues)
+        _close(r0.statistics, r1.statistics)
+    scale = np.abs(r0.null_distribution).max()
+    np.testing.assert_allclose(r0.null_distribution, r1.null_distribution, rtol=1e-9,
+                               atol=1e-12 * scale)
+    assert isinstance(r1.pvalue, float) and isinstance(r1.null_distribution, np.ndarray)
+
+
+def test_fitted_maxsksd_tests_device_data(dispatch):
+    # fitted on NumPy data (its learning runs on the CPU), it tests device data there
+    X, Xs = _data(n=140, d=3, seed=2)
+    test = MaxSKSDTest(StrictScore(3), n_bootstrap=200, random_state=0)
+    with sklearn.config_context(array_api_dispatch=False):
+        test.fit(X[:60])
+        r0 = test.test(X[60:])
+        d0 = test.discrepancy(X[60:])
+    r1 = test.test(Xs[60:, :])
+    assert r0.pvalue == r1.pvalue
+    _close(r0.statistics, r1.statistics)
+    _close(d0, test.discrepancy(Xs[60:, :]))
+    with pytest.raises(ValueError, match="X has 2 features, but MaxSKSDTest is expecting 3"):
+        test.test(Xs[60:, :2])
+    with pytest.raises(ValueError, match="the score of model returned an array of numpy"):
+        MaxSKSDTest(Gaussian(np.zeros(3)), random_state=0).test(Xs)
 
 
 def test_device_array_without_dispatch_is_an_error():
@@ -205,6 +263,32 @@ def test_gpu_equals_numba_path(dispatch, lib):
     r1 = KSDTest(model, random_state=0).test(move(X))
     _close(r0.statistics, r1.statistics)
     assert r0.pvalue == r1.pvalue
+    r0 = MaxSKSDTest(model, n_bootstrap=300, random_state=0).test(X)
+    r1 = MaxSKSDTest(model, n_bootstrap=300, random_state=0).test(move(X))
+    _close(r0.statistics, r1.statistics)
+    assert r0.pvalue == r1.pvalue
+
+
+def test_slice_blocks_do_not_change_the_sliced_sums(dispatch, monkeypatch):
+    import skstein._xp_sliced as xp_sliced
+    from skstein._bootstrap import bootstrap_weights
+    from skstein.discrepancy import sliced_sums_and_forms
+
+    X, Xs = _data(n=41, d=5)
+    S = -X + 0.3 * np.tanh(X)
+    G = np.random.default_rng(1).standard_normal((5, 5))
+    G /= np.linalg.norm(G, axis=1, keepdims=True)
+    rows = np.full((2, 5), 0.8) * np.array([[1.0], [2.0]])
+    V = bootstrap_weights("multinomial", 41, 30, np.random.default_rng(2))
+    ref, fr = sliced_sums_and_forms(X, S, G, np.eye(5), rows, V)
+    monkeypatch.setattr(xp_sliced, "DEVICE_MAX_MEMORY", 1)
+    sums, forms = xp_sliced.xp_sliced_sums_and_forms(Xs, xs.asarray(S), G, np.eye(5), rows,
+                                                     V, max_memory=8 * 8 * 41 * 41 * 2)
+    for a, b in zip(ref, sums):
+        _close(a.pair_sums, b.pair_sums)
+        _close(a.rowsums, b.rowsums)
+        _close(a.diag, b.diag)
+    np.testing.assert_allclose(fr, forms, rtol=1e-10, atol=1e-12 * np.abs(fr).max())
 
 
 def test_blocks_do_not_change_the_sums(dispatch, monkeypatch):

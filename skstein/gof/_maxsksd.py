@@ -16,7 +16,9 @@ from .._bootstrap import (
     bootstrap_threshold,
     bootstrap_weights,
 )
-from .._xp import host_single_blas
+from .._xp import host_single_blas, namespace_of, to_host
+from .._xp_sliced import xp_linear_forms, xp_sliced_sums_and_forms
+from .._xp_stein import xp_check_samples, xp_evaluate_score
 from .._random import as_generator
 from .._result import GOFTestResult
 from .._validation import (
@@ -465,6 +467,15 @@ def _linear_terms(name, G, R, X, S):
     return moment_terms(X, S, G[0])
 
 
+def _like(A, ref):
+    """The host array ``A`` in float64 on the device of the array ``ref``."""
+    import array_api_compat
+
+    xp = array_api_compat.array_namespace(ref)
+    return xp.asarray(np.ascontiguousarray(A, dtype=np.float64),
+                      device=array_api_compat.device(ref))
+
+
 class _WhitenedScore:
     """The model's score in the whitened coordinates ``z = x A``: ``s(z B^T) B``."""
 
@@ -765,6 +776,13 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
     over ``bandwidth``, ``kernel`` or ``n_slices`` fits the directions on each training
     fold and scores them on the held-out fold.
 
+    On a GPU: :meth:`test` takes arrays of another Array API library (CuPy, PyTorch)
+    under scikit-learn's ``array_api_dispatch``, with a model whose score returns
+    arrays of that library. The directions are learned on a host copy; the sliced
+    statistics' sums and bootstrap forms and the second moments' forms run on the
+    device, with the same p-values as on the CPU (the user guide's "Performance" page).
+    :meth:`fit` and :meth:`partial_fit` take NumPy data.
+
     See Also
     --------
     KSDTest : the test with a D-dimensional kernel.
@@ -1026,18 +1044,25 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             f"fourth moment of all {X.shape[0]} samples, each half about the other's mean "
             f"(studentised, {self.bootstrap} bootstrap-t)")
 
-    def _pooled_second(self, X, S, rng, alpha):
+    def _pooled_second(self, X, S, rng, alpha, device=None):
         """The second-moment test of the whole sample ``X`` (scores ``S``) alone, at
         ``alpha``: the U- or V-statistic of :func:`second_moment_sums` and its
-        bootstrap on its own draws."""
+        bootstrap on its own draws (the forms on the device of ``device``, the sample
+        there, when given)."""
         sums = second_moment_sums(X, S)
         n = X.shape[0]
-        # the upper triangle (half the forms' products, on numba's threads) when it
-        # fits, else full rows by blocks
-        kernel = (second_moment_upper(X, S) if 8 * n * n <= self.max_memory
-                  else second_moment_blocks(X, S, self.max_memory))
-        null = bootstrap_null(kernel, self.bootstrap, self.n_bootstrap, rng,
-                              statistic=self.statistic, diag=sums.diag, n=n)
+        if device is not None:
+            V = bootstrap_weights(self.bootstrap, n, self.n_bootstrap, rng, self.statistic)
+            null = xp_linear_forms(*device, V)
+            if self.statistic == "v":
+                null += (V * V) @ sums.diag
+        else:
+            # the upper triangle (half the forms' products, on numba's threads) when it
+            # fits, else full rows by blocks
+            kernel = (second_moment_upper(X, S) if 8 * n * n <= self.max_memory
+                      else second_moment_blocks(X, S, self.max_memory))
+            null = bootstrap_null(kernel, self.bootstrap, self.n_bootstrap, rng,
+                                  statistic=self.statistic, diag=sums.diag, n=n)
         return self._whole_result(
             sums.statistic(self.statistic), null, alpha, X.shape[0], SECOND,
             f"second moments of all {X.shape[0]} samples (linear Stein kernel, "
@@ -1065,7 +1090,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             X = self._validate_X(X, reset=False)
             candidates = getattr(self, "candidates_", None) or (
                 ("given", self.directions_, self.slices_, self.bandwidth_),)
-            return X, self._scores(X), self._specs(X, candidates, rng)
+            return X, self._scores(X) if S is None else S, self._specs(X, candidates, rng)
         if S is None:
             X = check_samples(X, min_samples=4)
             S = self._scores(X)
@@ -1133,7 +1158,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
     def _all_sums(self, X):
         """SlicedSteinSums of every statistic, and whether the test aggregates."""
         rng = as_generator(self.random_state).spawn(2)[0]
-        X, S = self._whole_sample(X)
+        X, S, _ = self._whole_sample(X)  # device data: on host copies
         if self._cross_fitted():
             parts = self._prepare_folds(X, rng, S)
         else:
@@ -1150,15 +1175,34 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         return sums, len(sums) > 1
 
     def _whole_sample(self, X):
-        """``(X, S)``: a test that learns on its own input validates it and evaluates
-        the model's score on all of it once; a fitted test returns ``(X, None)`` (its
-        :meth:`_prepare` validates the tested sample against the fit)."""
+        """``(X, S, device)``: a test that learns on its own input validates it and
+        evaluates the model's score on all of it once; a fitted test returns
+        ``(X, None, None)`` (its :meth:`_prepare` validates the tested sample against the
+        fit).
+
+        Data of another Array API library under scikit-learn's dispatch (a GPU) are
+        validated and scored there, and ``X`` and ``S`` are their float64 host copies
+        (the learning runs on the host); ``device`` is ``(X, S)`` on the device, where
+        :meth:`_bootstrap_test` and :meth:`_pooled_second` compute their ``N^2``
+        parts. Else ``device`` is None.
+        """
         self._check_common_params()
-        if is_fitted(self):
-            return X, None
+        fitted = is_fitted(self)
         K = check_cv(self.cv) if self._cross_fitted() else 2
-        X = check_samples(X, min_samples=max(4, 2 * K))
-        return X, self._scores(X)
+        min_samples = 2 if fitted else max(4, 2 * K)
+        xp = namespace_of(X)
+        if xp is not None:
+            Xd = xp_check_samples(X, xp, min_samples=min_samples)
+            if fitted and Xd.shape[1] != self.n_features_in_:
+                raise ValueError(f"X has {Xd.shape[1]} features, but {type(self).__name__} "
+                                 f"is expecting {self.n_features_in_} features as input.")
+            Sd = xp_evaluate_score(self.model, Xd, xp, "model")
+            host = [np.ascontiguousarray(to_host(A), dtype=np.float64) for A in (Xd, Sd)]
+            return host[0], host[1], (Xd, Sd)
+        if fitted:
+            return X, None, None
+        X = check_samples(X, min_samples=min_samples)
+        return X, self._scores(X), None
 
     def _test(self, X):
         rng = as_generator(self.random_state)
@@ -1168,33 +1212,37 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         # the whole sample's second and fourth moments (a weighted Bonferroni, valid
         # under any dependence)
         alpha = self.alpha * POOLED_SHARES[0] if pooled else self.alpha
-        X, S = self._whole_sample(X)
+        X, S, device = self._whole_sample(X)
         if self._cross_fitted():
-            result = self._crossfit_test(X, prep_rng, boot_rng, alpha, S)
+            result = self._crossfit_test(X, prep_rng, boot_rng, alpha, S, device)
         else:
             Xp, Sp, specs = self._prepare(X, prep_rng, S)
-            result = self._bootstrap_test(Xp, Sp, specs, boot_rng, alpha)
+            result = self._bootstrap_test(Xp, Sp, specs, boot_rng, alpha, device)
         if not pooled:
             return result
         fourth_rng, second_rng = rng.spawn(2)
-        whole = [self._pooled_second(X, S, second_rng, self.alpha * POOLED_SHARES[1]),
+        whole = [self._pooled_second(X, S, second_rng, self.alpha * POOLED_SHARES[1], device),
                  self._pooled_fourth(X, S, fourth_rng, self.alpha * POOLED_SHARES[2])]
         return pooled_result(result, whole, self.alpha, folds=self._cross_fitted())
 
-    def _crossfit_test(self, X, prep_rng, boot_rng, alpha=None, S=None):
-        """The cross-fitted test at ``alpha``: one test per fold, their p-values combined."""
+    def _crossfit_test(self, X, prep_rng, boot_rng, alpha=None, S=None, device=None):
+        """The cross-fitted test at ``alpha``: one test per fold, their p-values combined
+        (``device``: see :meth:`_whole_sample`)."""
         alpha = self.alpha if alpha is None else alpha
         self._check_common_params()
         combine = check_choice(self.combine, "combine", COMBINATIONS)
         parts = self._prepare_folds(X, prep_rng, S)
         # Bonferroni: each fold tested at alpha / K, so that its threshold is the combination's
         level = alpha / len(parts) if combine == "bonferroni" else alpha
-        results = [self._bootstrap_test(Xk, Sk, specs, rng, level)
+        results = [self._bootstrap_test(Xk, Sk, specs, rng, level, device)
                    for (Xk, Sk, specs), rng in zip(parts, boot_rng.spawn(len(parts)))]
         return crossfit_result(results, combine, alpha)
 
-    def _bootstrap_test(self, X, S, specs, boot_rng, alpha=None):
-        """The bootstrap test of the statistics ``specs`` on ``X`` (aggregated if several)."""
+    def _bootstrap_test(self, X, S, specs, boot_rng, alpha=None, device=None):
+        """The bootstrap test of the statistics ``specs`` on ``X`` (aggregated if several).
+
+        With ``device`` (:meth:`_whole_sample`), the sliced statistics' sums and forms are
+        computed on its device, from ``X`` and ``S`` copied there."""
         alpha = self.alpha if alpha is None else alpha
         n = X.shape[0]
         V = bootstrap_weights(self.bootstrap, n, self.n_bootstrap, boot_rng, self.statistic)
@@ -1207,9 +1255,15 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
                 rows_all.append(None)
                 labels.append(name)
                 continue
-            s, null = sliced_sums_and_forms(X, S, G, R, rows, V, kernel=self.kernel,
-                                            kernel_params=self.kernel_params,
-                                            max_memory=self.max_memory)
+            if device is None:
+                s, null = sliced_sums_and_forms(X, S, G, R, rows, V, kernel=self.kernel,
+                                                kernel_params=self.kernel_params,
+                                                max_memory=self.max_memory)
+            else:
+                s, null = xp_sliced_sums_and_forms(
+                    _like(X, device[0]), _like(S, device[0]), G, R, rows, V,
+                    kernel=self.kernel, kernel_params=self.kernel_params,
+                    max_memory=self.max_memory)
             sums += s
             nulls.append(null)
             rows_all.append(rows)
