@@ -282,13 +282,23 @@ def test_slice_blocks_do_not_change_the_sliced_sums(dispatch, monkeypatch):
     V = bootstrap_weights("multinomial", 41, 30, np.random.default_rng(2))
     ref, fr = sliced_sums_and_forms(X, S, G, np.eye(5), rows, V)
     monkeypatch.setattr(xp_sliced, "DEVICE_MAX_MEMORY", 1)
-    sums, forms = xp_sliced.xp_sliced_sums_and_forms(Xs, xs.asarray(S), G, np.eye(5), rows,
-                                                     V, max_memory=8 * 8 * 41 * 41 * 2)
-    for a, b in zip(ref, sums):
-        _close(a.pair_sums, b.pair_sums)
-        _close(a.rowsums, b.rowsums)
-        _close(a.diag, b.diag)
-    np.testing.assert_allclose(fr, forms, rtol=1e-10, atol=1e-12 * np.abs(fr).max())
+    # two pairs and 6 rows a block; then the whole matrix at once
+    for memory in (8 * 8 * 41 * 2 * 6, 2**30):
+        sums, forms = xp_sliced.xp_sliced_sums_and_forms(Xs, xs.asarray(S), G, np.eye(5),
+                                                         rows, V, max_memory=memory)
+        for a, b in zip(ref, sums):
+            _close(a.pair_sums, b.pair_sums)
+            _close(a.rowsums, b.rowsums)
+            _close(a.diag, b.diag)
+        np.testing.assert_allclose(fr, forms, rtol=1e-10, atol=1e-12 * np.abs(fr).max())
+    # the second moments' forms, by blocks of 3 rows and whole
+    from skstein.gof._maxsksd import second_moment_upper
+
+    U = second_moment_upper(X, S)
+    slow = np.array([2.0 * v @ U @ v for v in V])
+    for memory in (8 * 41 * xp_sliced.LINEAR_BLOCK_ARRAYS * 3, 2**30):
+        got = xp_sliced.xp_linear_forms(Xs, xs.asarray(S), V, max_memory=memory)
+        np.testing.assert_allclose(got, slow, rtol=1e-10, atol=1e-12 * np.abs(slow).max())
 
 
 def test_blocks_do_not_change_the_sums(dispatch, monkeypatch):

@@ -1053,7 +1053,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         n = X.shape[0]
         if device is not None:
             V = bootstrap_weights(self.bootstrap, n, self.n_bootstrap, rng, self.statistic)
-            null = xp_linear_forms(*device, V)
+            null = xp_linear_forms(*device, V, max_memory=self.max_memory)
             if self.statistic == "v":
                 null += (V * V) @ sums.diag
         else:
