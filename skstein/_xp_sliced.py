@@ -59,7 +59,7 @@ def _off_diagonal(xp, a, b, n, device):
 
 
 def _row_forms(xp, H_rows, W, a, b):
-    """The share of the rows ``a:b`` (``H_rows``) in the forms :math:`v_m^\top H v_m`."""
+    r"""The share of the rows ``a:b`` (``H_rows``) in the forms :math:`v_m^\top H v_m`."""
     return xp.sum((W @ H_rows.T) * W[:, a:b], axis=1)
 
 
