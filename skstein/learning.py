@@ -138,7 +138,7 @@ class _ModelGradientMixin:
 
 
 class KSDLoss(_ModelGradientMixin, BaseEstimator):
-    """The KSD as a training loss, with its gradients in the scores and the points.
+    r"""The KSD as a training loss, with its gradients in the scores and the points.
 
     A thin stateful wrapper of :func:`ksd_value_and_grad` with the interface of
     :class:`MaxSKSDLoss`: ``value_and_grad(X, S)`` on each minibatch, and
