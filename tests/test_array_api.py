@@ -137,7 +137,7 @@ class _Sampler(StrictScore):
 
 
 @pytest.mark.parametrize("call", [
-    lambda X: MaxSKSDTest(_Sampler(3), n_bootstrap=20, random_state=0).fit(X),
+    lambda X: MaxSKSDTest(_Sampler(3), n_bootstrap=20, random_state=0).partial_fit(X),
     lambda X: FSSDTest(_Sampler(3), random_state=0).test(X),
     lambda X: LinearKSDTest(_Sampler(3), random_state=0).test(X),
     lambda X: RFSDTest(_Sampler(3), random_state=0).test(X),
@@ -145,7 +145,7 @@ class _Sampler(StrictScore):
     lambda X: RelativeMMDTest(_Sampler(3), _Sampler(3), random_state=0).test(X),
     lambda X: max_sksd(X, _Sampler(3), directions=np.eye(3), slices=np.eye(3)),
     lambda X: search_directions(X, _Sampler(3), random_state=0),
-], ids=["maxsksd-fit", "fssd", "linear", "rfsd", "mmd", "relative-mmd",
+], ids=["maxsksd-partial-fit", "fssd", "linear", "rfsd", "mmd", "relative-mmd",
         "max_sksd", "search_directions"])
 def test_cpu_only_computations_name_a_device_array(dispatch, call):
     # the estimators and functions without a device path refuse device data by name
@@ -198,17 +198,26 @@ def test_maxsksd_test_stage_on_the_device_equals_numba(dispatch, monkeypatch, pa
 
 
 def test_fitted_maxsksd_tests_device_data(dispatch):
-    # fitted on NumPy data (its learning runs on the CPU), it tests device data there
+    # fitted on NumPy or on device data (its learning runs on host copies either way: the
+    # same fitted directions), it tests device data with the CPU's results
+    from sklearn.base import clone
+
     X, Xs = _data(n=140, d=3, seed=2)
     test = MaxSKSDTest(StrictScore(3), n_bootstrap=200, random_state=0)
+    on_device = clone(test).fit(Xs[:60, :])
     with sklearn.config_context(array_api_dispatch=False):
         test.fit(X[:60])
         r0 = test.test(X[60:])
         d0 = test.discrepancy(X[60:])
-    r1 = test.test(Xs[60:, :])
-    assert r0.pvalue == r1.pvalue
-    _close(r0.statistics, r1.statistics)
-    _close(d0, test.discrepancy(Xs[60:, :]))
+    np.testing.assert_array_equal(on_device.directions_, test.directions_)
+    assert on_device.n_features_in_ == 3
+    for fitted in (test, on_device):
+        r1 = fitted.test(Xs[60:, :])
+        assert r0.pvalue == r1.pvalue
+        _close(r0.statistics, r1.statistics)
+        _close(d0, fitted.discrepancy(Xs[60:, :]))
+    with pytest.raises(ValueError, match="X is an array of array_api_strict"):
+        on_device.partial_fit(Xs[:60, :])
     with pytest.raises(ValueError, match="X has 2 features, but MaxSKSDTest is expecting 3"):
         test.test(Xs[60:, :2])
     with pytest.raises(ValueError, match="the score of model returned an array of numpy"):

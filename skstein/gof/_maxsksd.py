@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import math
 import numbers
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -16,6 +16,7 @@ from .._bootstrap import (
     bootstrap_threshold,
     bootstrap_weights,
 )
+from .._threads import single_blas
 from .._xp import host_single_blas, namespace_of, to_host
 from .._xp_sliced import xp_linear_forms, xp_sliced_sums_and_forms
 from .._xp_stein import xp_check_samples, xp_evaluate_score
@@ -781,7 +782,8 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
     arrays of that library. The directions are learned on a host copy; the sliced
     statistics' sums and bootstrap forms and the second moments' forms run on the
     device, with the same p-values as on the CPU (the user guide's "Performance" page).
-    :meth:`fit` and :meth:`partial_fit` take NumPy data.
+    :meth:`fit` takes such data too (scored on the device, learned on a host copy);
+    :meth:`partial_fit` takes NumPy data.
 
     See Also
     --------
@@ -892,8 +894,23 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         """The checks run by :meth:`fit`: those shared by the Stein tests."""
         self._check_common_params()
 
-    def _fit(self, X):
-        S = self._scores(X)
+    @host_single_blas
+    def fit(self, X, y=None):
+        xp = namespace_of(X)
+        if xp is None:
+            return super().fit(X, y)
+        # device data: validated and scored on the device, learned on host copies (with
+        # BLAS at one thread, as for NumPy data)
+        self._check_params()
+        Xh, Sh, _ = self._device_copies(X, xp, min_samples=2)
+        with single_blas():
+            self._fit(self._validate_X(Xh, reset=True), Sh)
+        return self
+
+    fit.__doc__ = SampleTestMethods.fit.__doc__
+
+    def _fit(self, X, S=None):
+        S = self._scores(X) if S is None else S
         res, self.whitening_ = self._search(X, as_generator(self.random_state), S=S)
         self.directions_ = res.directions
         self.slices_ = res.slices
@@ -1158,16 +1175,18 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
     def _all_sums(self, X):
         """SlicedSteinSums of every statistic, and whether the test aggregates."""
         rng = as_generator(self.random_state).spawn(2)[0]
-        X, S, _ = self._whole_sample(X)  # device data: on host copies
-        if self._cross_fitted():
-            parts = self._prepare_folds(X, rng, S)
-        else:
-            parts = [self._prepare(X, rng, S)]
-        sums = [moment_sums(_linear_terms(name, G, R, Xp, S)) if rows is None else
-                sliced_stein_sums(Xp, S, G, R, hk, kernel=self.kernel,
-                                  kernel_params=self.kernel_params, max_memory=self.max_memory)
-                for Xp, S, specs in parts for name, G, R, rows in specs
-                for hk in ([None] if rows is None else rows)]
+        X, S, device = self._whole_sample(X)  # device data: on host copies
+        with single_blas() if device is not None else nullcontext():
+            if self._cross_fitted():
+                parts = self._prepare_folds(X, rng, S)
+            else:
+                parts = [self._prepare(X, rng, S)]
+            sums = [moment_sums(_linear_terms(name, G, R, Xp, Sp)) if rows is None else
+                    sliced_stein_sums(Xp, Sp, G, R, hk, kernel=self.kernel,
+                                      kernel_params=self.kernel_params,
+                                      max_memory=self.max_memory)
+                    for Xp, Sp, specs in parts for name, G, R, rows in specs
+                    for hk in ([None] if rows is None else rows)]
         if self._pooled():  # the whole sample's second and fourth moments, last (as in test)
             part_rng = as_generator(self.random_state).spawn(3)[2].spawn(2)[0]
             sums.append(second_moment_sums(X, S))
@@ -1192,17 +1211,22 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         min_samples = 2 if fitted else max(4, 2 * K)
         xp = namespace_of(X)
         if xp is not None:
-            Xd = xp_check_samples(X, xp, min_samples=min_samples)
-            if fitted and Xd.shape[1] != self.n_features_in_:
-                raise ValueError(f"X has {Xd.shape[1]} features, but {type(self).__name__} "
-                                 f"is expecting {self.n_features_in_} features as input.")
-            Sd = xp_evaluate_score(self.model, Xd, xp, "model")
-            host = [np.ascontiguousarray(to_host(A), dtype=np.float64) for A in (Xd, Sd)]
-            return host[0], host[1], (Xd, Sd)
+            return self._device_copies(X, xp, min_samples, check_features=fitted)
         if fitted:
             return X, None, None
         X = check_samples(X, min_samples=min_samples)
         return X, self._scores(X), None
+
+    def _device_copies(self, X, xp, min_samples, check_features=False):
+        """``(X, S, (Xd, Sd))`` of device data ``X`` (namespace ``xp``): validated and
+        scored on the device (``Xd``, ``Sd``), with their float64 host copies."""
+        Xd = xp_check_samples(X, xp, min_samples=min_samples)
+        if check_features and Xd.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {Xd.shape[1]} features, but {type(self).__name__} "
+                             f"is expecting {self.n_features_in_} features as input.")
+        Sd = xp_evaluate_score(self.model, Xd, xp, "model")
+        host = [np.ascontiguousarray(to_host(A), dtype=np.float64) for A in (Xd, Sd)]
+        return host[0], host[1], (Xd, Sd)
 
     def _test(self, X):
         rng = as_generator(self.random_state)
@@ -1213,6 +1237,13 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         # under any dependence)
         alpha = self.alpha * POOLED_SHARES[0] if pooled else self.alpha
         X, S, device = self._whole_sample(X)
+        # device data: the learning on the host copies holds BLAS at one thread, as for
+        # NumPy data (the decorator of test leaves device arrays alone)
+        with single_blas() if device is not None else nullcontext():
+            return self._test_parts(X, S, device, prep_rng, boot_rng, alpha, pooled, rng)
+
+    def _test_parts(self, X, S, device, prep_rng, boot_rng, alpha, pooled, rng):
+        """:meth:`_test` after :meth:`_whole_sample`."""
         if self._cross_fitted():
             result = self._crossfit_test(X, prep_rng, boot_rng, alpha, S, device)
         else:
