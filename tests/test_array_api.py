@@ -164,8 +164,10 @@ def test_cpu_only_computations_name_a_device_array(dispatch, call):
     dict(kernel="imq", kernel_params={"beta": -0.3}, moment=True),
     dict(variant="rg", n_slices=2),
     dict(test_bandwidth="aggregate"),
+    dict(whiten=True),
+    dict(whiten="aggregate", cv=3, test_bandwidth=0.7),
 ], ids=["default", "paper", "cv2", "imq-v-rademacher", "imq-beta-moment", "rg",
-        "aggregate"])
+        "aggregate", "whiten", "whiten-aggregate-cv3"])
 def test_maxsksd_test_stage_on_the_device_equals_numba(dispatch, monkeypatch, params):
     # the directions are learned on host copies; the sliced statistics' sums and forms
     # and the second moments' forms run in the data's namespace: the same statistics to
