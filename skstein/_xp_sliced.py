@@ -27,7 +27,7 @@ from ._xp_stein import DEVICE_MAX_MEMORY
 from .discrepancy import (_SLICED_RBF, DEFAULT_MAX_MEMORY, SlicedSteinSums, _sliced_diag,
                           _sliced_kernel_params, check_stein_finite)
 
-__all__ = ["xp_sliced_sums_and_forms", "xp_linear_forms"]
+__all__ = ["xp_sliced_sums_and_forms", "xp_linear_forms", "on_device_of"]
 
 #: ``(rows, N, pairs)`` temporaries of a block of :func:`xp_sliced_sums_and_forms`.
 SLICED_BLOCK_ARRAYS = 8
@@ -43,6 +43,11 @@ def _namespace(X):
 
 def _on(xp, device, A):
     return xp.asarray(np.ascontiguousarray(A, dtype=np.float64), device=device)
+
+
+def on_device_of(A, ref):
+    """The host array ``A`` in float64 on the device (and in the namespace) of ``ref``."""
+    return _on(*_namespace(ref), A)
 
 
 def _host(A):

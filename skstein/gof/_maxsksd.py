@@ -18,7 +18,7 @@ from .._bootstrap import (
 )
 from .._threads import single_blas
 from .._xp import host_single_blas, namespace_of, to_host
-from .._xp_sliced import xp_linear_forms, xp_sliced_sums_and_forms
+from .._xp_sliced import on_device_of, xp_linear_forms, xp_sliced_sums_and_forms
 from .._xp_stein import xp_check_samples, xp_evaluate_score
 from .._random import as_generator
 from .._result import GOFTestResult
@@ -300,7 +300,7 @@ def _second_moment_parts(X, S):
     return Y, a, c0, diag
 
 
-def second_moment_sums(X, S):
+def second_moment_sums(X, S, parts=None):
     r""":class:`~skstein.discrepancy.SteinSums` of the linear Stein kernel: the
     second moments of the sample ``X`` (scores ``S``) in every direction at once.
 
@@ -315,11 +315,13 @@ def second_moment_sums(X, S):
     matrix :math:`E[s(x)(x - \mu)^\top] + I`: for a Gaussian model
     :math:`I - \Sigma_p^{-1} \Sigma_q`, zero exactly when the sample's covariance is
     the model's. No direction is learned, so every point is tested. The sums take
-    :math:`O(N D^2)` time; the bootstrap's forms use the kernel's rows
-    (:func:`second_moment_blocks`).
+    :math:`O(N D^2)` time; the bootstrap's forms use the kernel's upper triangle
+    (:func:`second_moment_upper`) or, beyond the memory budget, its rows
+    (:func:`second_moment_blocks`). ``parts``: :func:`_second_moment_parts` of ``X``
+    and ``S`` when already computed.
     """
     with np.errstate(over="ignore", invalid="ignore"):  # overflow: the check below
-        Y, a, c0, diag = _second_moment_parts(X, S)
+        Y, a, c0, diag = _second_moment_parts(X, S) if parts is None else parts
         T = S.T @ Y
         T[np.diag_indices_from(T)] += X.shape[0] * c0  # the sum of the xi_i
         rowsums = np.einsum("ij,ij->i", S @ T, Y) + c0 * np.trace(T) - diag
@@ -331,21 +333,23 @@ def second_moment_sums(X, S):
     return SteinSums(n=X.shape[0], offdiag_sum=offdiag, diag=diag, rowsums=rowsums)
 
 
-def second_moment_upper(X, S):
+def second_moment_upper(X, S, parts=None):
     """The strict upper triangle of the kernel of :func:`second_moment_sums` (zero on
     and below the diagonal, ``(N, N)``): the operand of
     :func:`~skstein._bootstrap.bootstrap_null` when it fits in memory. Its Gram
-    products and its entries run on numba's threads."""
-    Y, a, c0, _ = _second_moment_parts(X, S)
+    products and its entries run on numba's threads (``parts``: as in
+    :func:`second_moment_sums`)."""
+    Y, a, c0, _ = _second_moment_parts(X, S) if parts is None else parts
     return linear_stein_upper_matrix(S, Y, a, c0, c0 * c0 * X.shape[1])
 
 
-def second_moment_blocks(X, S, max_memory=DEFAULT_MAX_MEMORY):
+def second_moment_blocks(X, S, max_memory=DEFAULT_MAX_MEMORY, parts=None):
     """The rows of the kernel of :func:`second_moment_sums` with a zero diagonal, by
     blocks ``(a, b, H[a:b])`` of at most about ``max_memory`` bytes each (the operand
-    of :func:`~skstein._bootstrap.bootstrap_null`)."""
+    of :func:`~skstein._bootstrap.bootstrap_null`; ``parts``: as in
+    :func:`second_moment_sums`)."""
     n = X.shape[0]
-    Y, a, c0, _ = _second_moment_parts(X, S)
+    Y, a, c0, _ = _second_moment_parts(X, S) if parts is None else parts
     rows = int(max(1, min(n, max_memory // (16 * n))))
     for lo in range(0, n, rows):
         hi = min(n, lo + rows)
@@ -466,15 +470,6 @@ def _linear_terms(name, G, R, X, S):
         A, B = R
         return fourth_moment_terms(X @ A, S @ B, G[0] @ A)
     return moment_terms(X, S, G[0])
-
-
-def _like(A, ref):
-    """The host array ``A`` in float64 on the device of the array ``ref``."""
-    import array_api_compat
-
-    xp = array_api_compat.array_namespace(ref)
-    return xp.asarray(np.ascontiguousarray(A, dtype=np.float64),
-                      device=array_api_compat.device(ref))
 
 
 class _WhitenedScore:
@@ -1066,7 +1061,9 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         ``alpha``: the U- or V-statistic of :func:`second_moment_sums` and its
         bootstrap on its own draws (the forms on the device of ``device``, the sample
         there, when given)."""
-        sums = second_moment_sums(X, S)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow: checked in the sums
+            parts = _second_moment_parts(X, S)
+        sums = second_moment_sums(X, S, parts)
         n = X.shape[0]
         if device is not None:
             V = bootstrap_weights(self.bootstrap, n, self.n_bootstrap, rng, self.statistic)
@@ -1076,8 +1073,8 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         else:
             # the upper triangle (half the forms' products, on numba's threads) when it
             # fits, else full rows by blocks
-            kernel = (second_moment_upper(X, S) if 8 * n * n <= self.max_memory
-                      else second_moment_blocks(X, S, self.max_memory))
+            kernel = (second_moment_upper(X, S, parts) if 8 * n * n <= self.max_memory
+                      else second_moment_blocks(X, S, self.max_memory, parts))
             null = bootstrap_null(kernel, self.bootstrap, self.n_bootstrap, rng,
                                   statistic=self.statistic, diag=sums.diag, n=n)
         return self._whole_result(
@@ -1292,7 +1289,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
                                                 max_memory=self.max_memory)
             else:
                 s, null = xp_sliced_sums_and_forms(
-                    _like(X, device[0]), _like(S, device[0]), G, R, rows, V,
+                    on_device_of(X, device[0]), on_device_of(S, device[0]), G, R, rows, V,
                     kernel=self.kernel, kernel_params=self.kernel_params,
                     max_memory=self.max_memory)
             sums += s
