@@ -14,8 +14,8 @@ time of each workload is measured, with its speed-up over one thread. The rows:
   ``MaxSKSDTest`` trial at D = 100 takes about 6500 of them; ``--profile`` counts them);
 * ``machine-sgemm``: float32 GEMM 4000 x 4000 times 4000 x 2000 (OpenBLAS), in GFlop/s;
 * ``stein-pass``: the blocked Stein-kernel pass of the tests (sums, no matrix),
-  N = 4000, D = 100; ``stein-matrix``: the pass that forms the matrix (syrk Gram
-  products, then the kernel), same data;
+  N = 4000, D = 100; ``stein-matrix``: the same pass writing the strict upper
+  triangle of the matrix too (``return_matrix=True``), same data;
 * ``ksd-median``: ``KSDTest(bandwidth="median").test``, same data, 1000 draws;
 * ``ksd-agg-5000x1`` / ``ksd-agg-1000x100``: the aggregated ``KSDTest`` (IMQ,
   Rademacher, 1000 draws) at n = 5000, d = 1 and n = 1000, d = 100;

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
-from scipy.linalg import blas
 
 from sklearn.utils.validation import check_array
 
@@ -170,14 +169,17 @@ def upper_block_sums(n, diag, block, max_memory, n_arrays=3):
     return SteinSums(n, total, diag, rowsums, None)
 
 
-def stein_sums(X, S, kernel, *, return_matrix=False, max_memory=DEFAULT_MAX_MEMORY):
+def stein_sums(X, S, kernel, *, return_matrix=False, max_memory=DEFAULT_MAX_MEMORY,
+               mirror=False):
     """One Stein-kernel pass over validated arrays ``X`` and scores ``S``.
 
-    With ``return_matrix`` the strict upper triangle of the Stein matrix is formed
-    (``SteinSums.upper``), using ``3 N^2`` floats of memory at the peak. Otherwise the
-    pass runs over blocks of rows of the upper triangle on numba's threads, Gram
+    The pass runs over blocks of rows of the upper triangle on numba's threads, Gram
     products included (:func:`_pooled_pass`), or, beyond its memory, with BLAS forming
-    the Gram blocks; temporaries are bounded by ``max_memory`` bytes.
+    the Gram blocks; temporaries are bounded by ``max_memory`` bytes. With
+    ``return_matrix`` the pooled pass also writes the strict upper triangle of the
+    Stein matrix (``SteinSums.upper``; ``N^2`` floats, whatever ``max_memory``), or
+    with ``mirror`` the whole matrix with a zero diagonal; the sums are the same bits
+    as without it.
     """
     # the compiled passes call double-precision BLAS: other dtypes (float32 particles
     # copied from a device) are cast here
@@ -189,26 +191,15 @@ def stein_sums(X, S, kernel, *, return_matrix=False, max_memory=DEFAULT_MAX_MEMO
     code, p0, p1 = kernel_params(kernel)
     diag = _diagonal(kernel, S)
 
-    if return_matrix:
-        # symmetric Gram matrices by syrk / syr2k (half the flops of gemm); each is the
-        # C-ordered view of a Fortran array whose upper triangle holds the values
-        # (large products: on the caller's BLAS threads, see skstein._threads)
-        XF, SF = np.asfortranarray(Xc), np.asfortranarray(S)
-        with caller_blas():
-            G = blas.dsyrk(1.0, XF, lower=1).T
-            SS = blas.dsyrk(1.0, SF, lower=1).T
-            C = blas.dsyr2k(1.0, XF, SF, lower=1).T
-        rowsum = np.empty(n)
-        stein_block_inplace(code, p0, p1, d, G, SS, C, nx, nsx, 0, 0, True, False, rowsum)
-        del SS, C
-        rowsums = rowsum + G.sum(axis=0)
-        return SteinSums(n, 2.0 * float(np.sum(rowsum)), diag, rowsums, G)
-
+    # the matrix is written by the pass's blocks, each from its Gram chunks in its
+    # thread's cache: one N x N array, not three Gram matrices and then the kernel's
+    # pass over them (memory-bound, it had gained 1.3x from a second core)
+    H = np.empty((n, n)) if return_matrix else None
     pooled = _pooled_pass(Xc, S, nx, nsx, code, np.array([p0]), p1, d, np.ones(1), None,
-                          max_memory)
+                          max_memory, out=H, mirror=mirror)
     if pooled is not None:
         rowsums, totals, _ = pooled
-        return SteinSums(n, float(totals[0]), diag, rowsums[0], None)
+        return SteinSums(n, float(totals[0]), diag, rowsums[0], H)
 
     def block(a, b):
         Xa, Sa = Xc[a:b], S[a:b]
@@ -357,7 +348,8 @@ def _pooled_block(n):
     return int(max(16, min(STACKED_FORM_BLOCK, -(-n // 64))))
 
 
-def _pooled_pass(Xc, S, nx, nsx, code, p0s, p1, d, scale, VT, max_memory):
+def _pooled_pass(Xc, S, nx, nsx, code, p0s, p1, d, scale, VT, max_memory, out=None,
+                 mirror=False):
     """``(rowsums, totals, forms)`` of :func:`stein_sums_and_forms` by one numba pass
     whose threads also form the Gram blocks (:func:`skstein._numba.stein.stein_pass_blocks`),
     or None when its column sums (``L N^2 / (2 b)`` doubles for blocks of ``b`` rows,
@@ -370,13 +362,16 @@ def _pooled_pass(Xc, S, nx, nsx, code, p0s, p1, d, scale, VT, max_memory):
     and orders of summation depend on ``N`` alone, so the results are the same for
     any number of threads. Memory: per thread, one chunk's Gram blocks and kernels
     and the block's products with the weights.
+
+    With ``out`` (one kernel), the pass also writes the kernel's values into it (see
+    ``matrix`` and ``mirror`` of ``stein_pass_blocks``), whatever ``max_memory``.
     """
     n = Xc.shape[0]
     L = p0s.shape[0]
     block = _pooled_block(n)
     starts = np.arange(0, n, block)
     spans = n - starts
-    if 8 * L * int(spans.sum()) > 4 * max_memory:
+    if out is None and 8 * L * int(spans.sum()) > 4 * max_memory:
         return None
     coloff = np.concatenate([[0], np.cumsum(L * spans)[:-1]]).astype(np.int64)
     colpart = np.zeros(int(L * spans.sum()))
@@ -388,7 +383,8 @@ def _pooled_pass(Xc, S, nx, nsx, code, p0s, p1, d, scale, VT, max_memory):
     with single_blas():
         stein_pass_blocks(code, p0s, p1, d, np.ascontiguousarray(Xc), np.ascontiguousarray(S),
                           nx, nsx, block, POOLED_CHUNK, scale, weights, forms_on, rowpart,
-                          colpart, coloff, formpart)
+                          colpart, coloff, formpart, out is not None, mirror,
+                          np.zeros((1, 1)) if out is None else out)
     rowsums = rowpart.copy()
     for k, a in enumerate(starts):
         rowsums[:, a:] += colpart[coloff[k]:coloff[k] + L * spans[k]].reshape(L, spans[k])
@@ -554,8 +550,8 @@ def stein_matrix(X, model, *, kernel="rbf", bandwidth="median", kernel_params=No
         from ._xp_stein import xp_stein_matrix
 
         return xp_stein_matrix(X, S, kern)
-    res = stein_sums(X, S, kern, return_matrix=True)
-    H = res.upper + res.upper.T
+    res = stein_sums(X, S, kern, return_matrix=True, mirror=True)
+    H = res.upper
     H[np.diag_indices_from(H)] = res.diag
     return H
 

@@ -180,7 +180,7 @@ def _stein_parts(test, X, rng, max_memory):
         kern = make_kernel(test.kernel, h, test.kernel_params)
         name = f"KSD ({kern.name}{', whitened' if white is not None else ''})"
         n = X.shape[0]
-        if 3 * 8 * n * n <= max_memory:
+        if 8 * n * n <= max_memory:
             sums = stein_sums(X, S, kern, return_matrix=True)
             return sums.upper, sums.diag, name
         sums = stein_sums(X, S, kern, max_memory=max_memory)

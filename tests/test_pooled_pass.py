@@ -5,10 +5,14 @@ kernels (the path beyond its memory, forced here with a small ``max_memory``), a
 the same bits for any number of threads.
 """
 
+import functools
+
 import numba
 import numpy as np
 import pytest
 
+from _reference import imq_parts, rbf_parts, stein_matrix_loop
+from skstein import discrepancy
 from skstein._bootstrap import bootstrap_weights
 from skstein._threads import numba_threads
 from skstein.discrepancy import _pooled_pass, stein_sums, stein_sums_and_forms
@@ -65,3 +69,39 @@ def test_pooled_pass_is_the_same_for_any_number_of_threads():
     for a, b in zip(s1, s2):
         assert a.offdiag_sum == b.offdiag_sum
         np.testing.assert_array_equal(a.rowsums, b.rowsums)
+
+
+@pytest.mark.parametrize("chunk", [1024, 40, 7])
+@pytest.mark.parametrize("kernel, parts", [
+    (RBF(1.3), functools.partial(rbf_parts, h=1.3)),
+    (IMQ(0.8, beta=-0.3), functools.partial(imq_parts, h=0.8, beta=-0.3)),
+])
+def test_the_pass_writes_the_stein_matrix(monkeypatch, kernel, parts, chunk):
+    # the matrix of ``return_matrix`` is written by the pooled pass's blocks; small
+    # chunks put the diagonal inside, at the edge of and beyond a chunk
+    monkeypatch.setattr(discrepancy, "POOLED_CHUNK", chunk)
+    n, d = 90, 3
+    X, S = _case(n, d, seed=4)
+    H = stein_matrix_loop(X, S, lambda x, y: parts(x, y))
+    np.fill_diagonal(H, 0.0)
+    plain = stein_sums(X, S, kernel)
+    upper = stein_sums(X, S, kernel, return_matrix=True)
+    whole = stein_sums(X, S, kernel, return_matrix=True, mirror=True)
+    np.testing.assert_allclose(upper.upper, np.triu(H, 1), rtol=1e-10, atol=1e-12)
+    assert np.all(np.tril(upper.upper) == 0.0)
+    np.testing.assert_array_equal(whole.upper, upper.upper + upper.upper.T)
+    assert whole.upper.flags.c_contiguous
+    for res in (upper, whole):  # the same bits as the pass without the matrix
+        assert res.offdiag_sum == plain.offdiag_sum
+        np.testing.assert_array_equal(res.rowsums, plain.rowsums)
+
+
+def test_the_written_matrix_is_the_same_for_any_number_of_threads():
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one numba thread")
+    X, S = _case(1300, 5, seed=5)
+    runs = []
+    for t in (1, 2):
+        with numba_threads(t):
+            runs.append(stein_sums(X, S, IMQ(1.0), return_matrix=True, mirror=True).upper)
+    np.testing.assert_array_equal(runs[0], runs[1])

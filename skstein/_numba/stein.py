@@ -272,7 +272,7 @@ def stein_upper_multi(code, p0s, p1, dim, G, SS, C, nx, nsx, row0, col0, out, ro
 
 @njit(cache=True)
 def _pass_block(k, block, width, code, p0s, p1, two_d, Xc, S, nx, nsx, scale, VT, forms_on,
-                rowpart, colpart, coloff, formpart):
+                rowpart, colpart, coloff, formpart, matrix, mirror, dense):
     """Block ``k`` of :func:`stein_pass_blocks` (compiled once, called from its loop)."""
     n = Xc.shape[0]
     L = p0s.shape[0]
@@ -288,6 +288,11 @@ def _pass_block(k, block, width, code, p0s, p1, two_d, Xc, S, nx, nsx, scale, VT
     Xa = Xc[a:b]
     Sa = S[a:b]
     span = n - a
+    if matrix and not mirror:
+        for i in range(a, b):
+            orow = dense[i]
+            for j in range(a):
+                orow[j] = 0.0
     for c0 in range(a, n, width):
         c1 = min(n, c0 + width)
         w = c1 - c0
@@ -305,6 +310,8 @@ def _pass_block(k, block, width, code, p0s, p1, two_d, Xc, S, nx, nsx, scale, VT
             _multi_row(code, p0s, p1, two_d, G, SS, C, nx, nsx, bi, a, c0, H, rs, t, cross)
             for li in range(L):
                 rowpart[li, a + bi] += rs[li, bi]
+            if matrix:
+                _matrix_row(H[0, bi], a + bi, c0, mirror, dense)
         for li in range(L):
             base = coloff[k] + li * span + (c0 - a)
             for bi in range(B):
@@ -331,9 +338,28 @@ def _pass_block(k, block, width, code, p0s, p1, two_d, Xc, S, nx, nsx, scale, VT
                 formpart[k, m, li] = acc
 
 
+@njit(cache=True)
+def _matrix_row(row, i, c0, mirror, dense):
+    """Copy the chunk ``row`` (columns ``c0 ..``, zero up to the diagonal) of row ``i``
+    into ``dense``; with ``mirror``, its entries right of the diagonal into column ``i``
+    too, and no entry left of it (those are other rows' mirrors)."""
+    w = row.shape[0]
+    orow = dense[i]
+    if not mirror:
+        for j in range(w):
+            orow[c0 + j] = row[j]
+        return
+    start = max(i + 1 - c0, 0)
+    if start <= w and c0 <= i:
+        orow[i] = 0.0
+    for j in range(start, w):
+        orow[c0 + j] = row[j]
+        dense[c0 + j, i] = row[j]
+
+
 @njit(cache=True, parallel=PARALLEL)
 def stein_pass_blocks(code, p0s, p1, dim, Xc, S, nx, nsx, block, width, scale, VT, forms_on,
-                      rowpart, colpart, coloff, formpart):
+                      rowpart, colpart, coloff, formpart, matrix, mirror, out):
     r"""The upper-triangle Stein pass of several kernels, Gram products included, on
     numba's threads alone.
 
@@ -372,6 +398,13 @@ def stein_pass_blocks(code, p0s, p1, dim, Xc, S, nx, nsx, block, width, scale, V
     formpart : float64 array (nb, M, L)
         Output: block ``k``'s share :math:`\sum_{i \in k} \sum_{j > i} v_{mi} v_{mj}
         s_l h_l(x_i, x_j)`, summed in single precision.
+    matrix, mirror : bool
+        With ``matrix`` (one kernel, ``L = 1``), also write the kernel values into
+        ``out``: its strict upper triangle, zeros on and below the diagonal, or, with
+        ``mirror``, the whole symmetric matrix with a zero diagonal. A block writes
+        its own rows and, mirrored, their columns below the diagonal: no element twice.
+    out : float64 array (N, N), C-contiguous
+        Output of ``matrix`` (a (1, 1) placeholder without it).
     """
     n = Xc.shape[0]
     nb = (n + block - 1) // block
@@ -383,7 +416,7 @@ def stein_pass_blocks(code, p0s, p1, dim, Xc, S, nx, nsx, block, width, scale, V
         k = t // 2 if t % 2 == 0 else nb - 1 - t // 2
         if t % 2 == 0 or k != t // 2:
             _pass_block(k, block, width, code, p0s, p1, two_d, Xc, S, nx, nsx, scale, VT,
-                        forms_on, rowpart, colpart, coloff, formpart)
+                        forms_on, rowpart, colpart, coloff, formpart, matrix, mirror, out)
     return rowpart
 
 
