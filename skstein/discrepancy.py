@@ -383,8 +383,7 @@ def _pooled_pass(Xc, S, nx, nsx, code, p0s, p1, d, scale, VT, max_memory, out=No
     with single_blas():
         stein_pass_blocks(code, p0s, p1, d, np.ascontiguousarray(Xc), np.ascontiguousarray(S),
                           nx, nsx, block, POOLED_CHUNK, scale, weights, forms_on, rowpart,
-                          colpart, coloff, formpart, out is not None, mirror,
-                          np.zeros((1, 1)) if out is None else out)
+                          colpart, coloff, formpart, mirror, out)
     rowsums = rowpart.copy()
     for k, a in enumerate(starts):
         rowsums[:, a:] += colpart[coloff[k]:coloff[k] + L * spans[k]].reshape(L, spans[k])

@@ -272,7 +272,7 @@ def stein_upper_multi(code, p0s, p1, dim, G, SS, C, nx, nsx, row0, col0, out, ro
 
 @njit(cache=True)
 def _pass_block(k, block, width, code, p0s, p1, two_d, Xc, S, nx, nsx, scale, VT, forms_on,
-                rowpart, colpart, coloff, formpart, matrix, mirror, dense):
+                rowpart, colpart, coloff, formpart, mirror, dense):
     """Block ``k`` of :func:`stein_pass_blocks` (compiled once, called from its loop)."""
     n = Xc.shape[0]
     L = p0s.shape[0]
@@ -288,7 +288,7 @@ def _pass_block(k, block, width, code, p0s, p1, two_d, Xc, S, nx, nsx, scale, VT
     Xa = Xc[a:b]
     Sa = S[a:b]
     span = n - a
-    if matrix and not mirror:
+    if dense is not None and not mirror:
         for i in range(a, b):
             orow = dense[i]
             for j in range(a):
@@ -310,7 +310,7 @@ def _pass_block(k, block, width, code, p0s, p1, two_d, Xc, S, nx, nsx, scale, VT
             _multi_row(code, p0s, p1, two_d, G, SS, C, nx, nsx, bi, a, c0, H, rs, t, cross)
             for li in range(L):
                 rowpart[li, a + bi] += rs[li, bi]
-            if matrix:
+            if dense is not None:
                 _matrix_row(H[0, bi], a + bi, c0, mirror, dense)
         for li in range(L):
             base = coloff[k] + li * span + (c0 - a)
@@ -359,7 +359,7 @@ def _matrix_row(row, i, c0, mirror, dense):
 
 @njit(cache=True, parallel=PARALLEL)
 def stein_pass_blocks(code, p0s, p1, dim, Xc, S, nx, nsx, block, width, scale, VT, forms_on,
-                      rowpart, colpart, coloff, formpart, matrix, mirror, out):
+                      rowpart, colpart, coloff, formpart, mirror, out):
     r"""The upper-triangle Stein pass of several kernels, Gram products included, on
     numba's threads alone.
 
@@ -398,13 +398,14 @@ def stein_pass_blocks(code, p0s, p1, dim, Xc, S, nx, nsx, block, width, scale, V
     formpart : float64 array (nb, M, L)
         Output: block ``k``'s share :math:`\sum_{i \in k} \sum_{j > i} v_{mi} v_{mj}
         s_l h_l(x_i, x_j)`, summed in single precision.
-    matrix, mirror : bool
-        With ``matrix`` (one kernel, ``L = 1``), also write the kernel values into
-        ``out``: its strict upper triangle, zeros on and below the diagonal, or, with
-        ``mirror``, the whole symmetric matrix with a zero diagonal. A block writes
-        its own rows and, mirrored, their columns below the diagonal: no element twice.
-    out : float64 array (N, N), C-contiguous
-        Output of ``matrix`` (a (1, 1) placeholder without it).
+    mirror : bool
+        With ``out``: write the whole symmetric matrix, not its upper triangle.
+    out : float64 array (N, N), C-contiguous, or None
+        With one kernel (``L = 1``), also write the kernel values into ``out``: its
+        strict upper triangle, zeros on and below the diagonal, or, with ``mirror``,
+        the whole symmetric matrix with a zero diagonal. A block writes its own rows
+        and, mirrored, their columns below the diagonal: no element twice. ``None``
+        types the argument away: the pass of the sums compiles without this code.
     """
     n = Xc.shape[0]
     nb = (n + block - 1) // block
@@ -416,7 +417,7 @@ def stein_pass_blocks(code, p0s, p1, dim, Xc, S, nx, nsx, block, width, scale, V
         k = t // 2 if t % 2 == 0 else nb - 1 - t // 2
         if t % 2 == 0 or k != t // 2:
             _pass_block(k, block, width, code, p0s, p1, two_d, Xc, S, nx, nsx, scale, VT,
-                        forms_on, rowpart, colpart, coloff, formpart, matrix, mirror, out)
+                        forms_on, rowpart, colpart, coloff, formpart, mirror, out)
     return rowpart
 
 
