@@ -108,8 +108,9 @@ class SteinSums:
         :math:`\\sum_{j \\ne i} h_p(x_i, x_j)`.
     upper : ndarray (n, n) or None
         When asked for: the strictly upper triangle of the Stein matrix (zeros on and
-        below the diagonal), as the C-ordered view of a Fortran array (what the
-        bootstrap's triangular products use).
+        below the diagonal), C-contiguous (what the bootstrap's triangular products
+        use); :func:`stein_sums` with ``mirror`` puts the whole matrix here, with a
+        zero diagonal.
     """
 
     n: int
@@ -364,7 +365,7 @@ def _pooled_pass(Xc, S, nx, nsx, code, p0s, p1, d, scale, VT, max_memory, out=No
     and the block's products with the weights.
 
     With ``out`` (one kernel), the pass also writes the kernel's values into it (see
-    ``matrix`` and ``mirror`` of ``stein_pass_blocks``), whatever ``max_memory``.
+    ``mirror`` and ``out`` of ``stein_pass_blocks``), whatever ``max_memory``.
     """
     n = Xc.shape[0]
     L = p0s.shape[0]
