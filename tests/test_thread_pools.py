@@ -8,6 +8,11 @@ bootstrap forms built that way must equal a slow NumPy version and give the same
 for any number of threads.
 """
 
+import os
+import platform
+import subprocess
+import sys
+
 import numba
 import numpy as np
 import pytest
@@ -270,6 +275,45 @@ def test_importing_sets_the_openmp_wait_unless_the_user_did(given, expected):
                          text=True, check=True).stdout.split()
     assert out[:2] == [str(e) for e in expected]
     assert int(out[2]) == 10000
+
+
+_GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+
+
+@pytest.mark.skipif(not _GLIBC, reason="glibc's malloc only")
+@pytest.mark.parametrize("given, tuned", [
+    ({}, True),
+    ({"SKSTEIN_MALLOC": "0"}, False),
+    ({"MALLOC_TOP_PAD_": "131072"}, False),
+    ({"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=131072"}, False),
+])
+def test_importing_sets_the_allocator_unless_the_user_did(given, tuned):
+    """glibc's malloc keeps arrays up to 32 MiB on the heap and up to 64 MiB of free
+    heap (``skstein._threads.MALLOC_TUNED``); a malloc setting of the user, or
+    ``SKSTEIN_MALLOC=0``, leaves it alone. Tuned, a process that allocates and frees
+    three 16 MiB arrays again and again takes its page faults once (untuned, glibc's
+    dynamic thresholds after a first 20 MiB array hand the 48 MiB back each time)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("MALLOC_") and k not in ("SKSTEIN_MALLOC", "GLIBC_TUNABLES")}
+    env.update(given)
+    code = ("import resource, numpy as np, skstein._threads as t\n"
+            "first = np.ones(20 * 2**17)\n"
+            "del first\n"
+            "def faults():\n"
+            "    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+            "counts = []\n"
+            "for _ in range(4):\n"
+            "    f0 = faults()\n"
+            "    arrays = [np.ones(2**21) for _ in range(3)]\n"
+            "    del arrays\n"
+            "    counts.append(faults() - f0)\n"
+            "print(t.MALLOC_TUNED, max(counts[1:]))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out[0] == str(tuned)
+    if tuned:  # untuned, the memory goes back each round: 1500 faults a round with
+        # the huge pages NumPy asks for, 12288 with 4 KiB pages
+        assert int(out[1]) < 100
 
 
 @pytest.mark.parametrize("shape, first, chunk", [((1000, 100), False, 8192),
