@@ -11,7 +11,8 @@ time of each workload is measured, with its speed-up over one thread. The rows:
 * ``machine-touch``: a numba ``prange`` loop writing 64 MB of fresh memory (a new
   anonymous mapping per call, 4 KB pages): the cost of first-touch page faults, which
   a workload pays wherever it writes an array that the allocator has just mapped (a
-  ``MaxSKSDTest`` trial at D = 100 takes about 6500 of them; ``--profile`` counts them);
+  ``MaxSKSDTest`` trial at D = 100 took about 6500 of them before skstein fixed glibc's
+  malloc thresholds, ``SKSTEIN_MALLOC=0`` brings them back; ``--profile`` counts them);
 * ``machine-sgemm``: float32 GEMM 4000 x 4000 times 4000 x 2000 (OpenBLAS), in GFlop/s;
 * ``stein-pass``: the blocked Stein-kernel pass of the tests (sums, no matrix),
   N = 4000, D = 100; ``stein-matrix``: the same pass writing the strict upper
