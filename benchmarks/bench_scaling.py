@@ -312,9 +312,13 @@ def main():
     threads = args.threads or [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= cores]
     threads = [t for t in threads if t <= numba.config.NUMBA_NUM_THREADS]
     os.makedirs(args.out, exist_ok=True)
+    from skstein._threads import MALLOC_TUNED
+
     machine = {"cpu": cpu_name(), "cores": cores, "numba_threads": numba.config.NUMBA_NUM_THREADS,
-               "numpy": np.__version__, "numba": numba.__version__}
-    print(f"{machine['cpu']}; {cores} cores; numba {numba.__version__}, numpy {np.__version__}")
+               "numpy": np.__version__, "numba": numba.__version__,
+               "malloc_tuned": MALLOC_TUNED}
+    print(f"{machine['cpu']}; {cores} cores; numba {numba.__version__}, numpy {np.__version__}; "
+          f"malloc thresholds {'fixed' if MALLOC_TUNED else 'glibc dynamic'}")
     results = []
     profiles = []
     for name, unit, setup in workloads(args.quick):

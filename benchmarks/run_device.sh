@@ -17,7 +17,8 @@
 # two files come back whatever stops the run. A step that fails or runs out of time is
 # logged and the next one runs. Steps, most wanted first, and limits (seconds):
 # bench_gpu 200, bench_scaling at 1 and 16 threads 180, the GPU tests 100, bench_svgd
-# 50: at most 530 s, inside one 600 s call.
+# 50, the maxSKSD rows with glibc's own malloc thresholds (SKSTEIN_MALLOC=0) 60: at
+# most 590 s, inside one 600 s call (give it timeout_s=600).
 #
 # SMOKE=1 rehearses the run without a GPU: bench_gpu on array-api-strict with small
 # cases, bench_scaling with --quick at 1 and 2 threads.
@@ -85,3 +86,7 @@ step bench-scaling 180 "$PY" benchmarks/bench_scaling.py "$WORK/scaling" "${SCAL
 step gpu-tests 100 "$PY" -m pytest -q -p no:cacheprovider tests/test_svgd_array_api.py \
     tests/test_array_api.py
 step bench-svgd 50 "$PY" benchmarks/bench_svgd.py "${SVGD_ARGS[@]}"
+# the maxSKSD trials with glibc's dynamic malloc thresholds (the page faults that
+# skstein's fixed thresholds remove), against the same rows of bench-scaling
+SKSTEIN_MALLOC=0 step bench-malloc 60 "$PY" benchmarks/bench_scaling.py "$WORK/malloc" \
+    "${SCALING_ARGS[@]}" --only maxsksd-trial maxsksd-crossfit
