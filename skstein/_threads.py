@@ -73,6 +73,15 @@ MALLOC_VARIABLES = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_
                     "MALLOC_MMAP_MAX_")
 
 
+def _glibc():
+    """Whether the C library is glibc (``confstr``: no scan of the executable, unlike
+    ``platform.libc_ver``)."""
+    try:
+        return (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 def _tune_malloc(environ):
     """Set :data:`MMAP_THRESHOLD` and :data:`TRIM_THRESHOLD` with glibc's ``mallopt``;
     whether they were set (never where the user configured malloc, with
@@ -80,11 +89,7 @@ def _tune_malloc(environ):
     if environ.get("SKSTEIN_MALLOC", "1") == "0" or any(v in environ for v in MALLOC_VARIABLES) \
             or "glibc.malloc." in environ.get("GLIBC_TUNABLES", ""):
         return False
-    if not sys.platform.startswith("linux"):
-        return False
-    import platform
-
-    if platform.libc_ver()[0] != "glibc":
+    if not sys.platform.startswith("linux") or not _glibc():
         return False
     try:
         import ctypes

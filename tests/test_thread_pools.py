@@ -9,7 +9,6 @@ for any number of threads.
 """
 
 import os
-import platform
 import subprocess
 import sys
 
@@ -21,7 +20,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 from skstein import KSDTest, MaxSKSDTest, RelativeKSDTest, ksd, max_sksd
 from skstein._bootstrap import block_forms, bootstrap_forms, bootstrap_weights, forms_block
 from skstein._numba._blas import gemm_nt
-from skstein._threads import caller_blas, numba_threads, single_blas
+from skstein._threads import _glibc, caller_blas, numba_threads, single_blas
 from skstein._xp import host_single_blas
 from skstein.distributions import Gaussian
 
@@ -277,7 +276,7 @@ def test_importing_sets_the_openmp_wait_unless_the_user_did(given, expected):
     assert int(out[2]) == 10000
 
 
-_GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+_GLIBC = sys.platform.startswith("linux") and _glibc()
 
 
 @pytest.mark.skipif(not _GLIBC, reason="glibc's malloc only")
