@@ -264,15 +264,20 @@ def evaluate_score(model, X, name="model", check_tails=True, values=None):
 
     Returns a C-contiguous float64 array of the shape of ``X``; the score sees a copy
     of ``X``, so one that writes into its input changes nothing. Raises when the
-    model's dimension or the score's shape disagree with ``X`` or when a score is
-    not finite; warns (:class:`HeavyTailWarning`) when the squared score norms
-    look like they have an infinite mean. ``values``: the score's answer at ``X``
-    when the caller has it already (a stochastic score is then not called twice).
+    model's dimension or the score's shape disagree with ``X``, when the score is
+    complex (as complex ``X`` is refused) or when a score is not finite; warns
+    (:class:`HeavyTailWarning`) when the squared score norms look like they have an
+    infinite mean. ``values``: the score's answer at ``X`` when the caller has it
+    already (a stochastic score is then not called twice).
     """
     score = resolve_score(model, name)
     check_model_dim(model, X, name)
     if values is None:
         values = score(X.copy())  # a score that writes into its input cannot change X
+    if np.iscomplexobj(values):  # as complex X is refused: no silent loss of the imaginary part
+        raise ValueError(f"the score of {name} returned complex values (dtype "
+                         f"{np.asarray(values).dtype}): complex data are not supported; it "
+                         "must return an array of real floats of the shape of X.")
     try:
         S = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:

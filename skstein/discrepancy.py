@@ -39,7 +39,8 @@ from ._numba.stein import (
     stein_pass_blocks,
     stein_upper_multi,
 )
-from ._validation import check_choice, check_samples, evaluate_score
+from ._validation import (check_bool, check_choice, check_positive_float, check_positive_int,
+                          check_samples, evaluate_score)
 from .kernels import (
     KERNELS,
     bandwidth_factor_grid,
@@ -494,6 +495,7 @@ def ksd(X, model, *, kernel="rbf", bandwidth="median", kernel_params=None, stati
     float
     """
     check_choice(statistic, "statistic", ("u", "v"))
+    check_positive_int(max_memory, "max_memory")
     X, S, kern = _prepare(X, model, kernel, bandwidth, kernel_params, random_state)
     return _one_pass(X, S, kern, max_memory).statistic(statistic)
 
@@ -512,7 +514,7 @@ def ksd_power_criterion(X, model, *, kernel="rbf", bandwidth="median", kernel_pa
         The sample, at least 3 points.
     %(stein_kernel_parameters)s
     eps : float, default=1e-10
-        Added to the variance estimate before the square root.
+        Added to the variance estimate before the square root; a positive finite float.
     max_memory : int, default=64 MiB
         Bound on the temporaries of the pass.
 
@@ -520,6 +522,8 @@ def ksd_power_criterion(X, model, *, kernel="rbf", bandwidth="median", kernel_pa
     -------
     float
     """
+    check_positive_float(eps, "eps")
+    check_positive_int(max_memory, "max_memory")
     X, S, kern = _prepare(X, model, kernel, bandwidth, kernel_params, random_state)
     if X.shape[0] < 3:
         raise ValueError(f"X needs at least 3 samples for the power criterion, got "
@@ -958,6 +962,8 @@ def max_sksd(X, model, *, directions=None, slices=None, kernel="rbf", bandwidth=
     """
     check_choice(statistic, "statistic", ("u", "v"))
     check_choice(kernel, "kernel", KERNELS)
+    check_bool(return_pairs, "return_pairs")
+    check_positive_int(max_memory, "max_memory")
     X = check_samples(X)
     d = X.shape[1]
     if slices is None:

@@ -159,12 +159,8 @@ class FeatureMoments:
     second: np.ndarray = None
 
     def __post_init__(self):
-        if not (np.all(np.isfinite(self.total)) and np.isfinite(self.sq_norm_sum)
-                and (self.second is None or np.all(np.isfinite(self.second)))):
-            raise ValueError(
-                "the Stein features are not finite on X: the values of X, the scores of the "
-                "model or the features' scale (bandwidth) overflow float64; rescale X or "
-                "choose another bandwidth.")
+        _check_features_finite(self.total, self.sq_norm_sum,
+                               () if self.second is None else self.second)
 
     @property
     def mean(self):
@@ -173,19 +169,41 @@ class FeatureMoments:
     def ustat(self):
         r""":math:`\frac{1}{n(n-1)} \sum_{i \ne j} \tau(x_i)^\top \tau(x_j)`."""
         n = self.n
-        return (float(self.total @ self.total) - self.sq_norm_sum) / (n * (n - 1.0))
+        with np.errstate(over="ignore", invalid="ignore"):
+            value = (float(self.total @ self.total) - self.sq_norm_sum) / (n * (n - 1.0))
+        _check_features_finite(value)
+        return value
 
     def covariance(self):
         """Sample covariance of the rows (``ddof=1``), as ``numpy.cov``."""
         mu = self.mean
-        return (self.second - self.n * np.outer(mu, mu)) / (self.n - 1.0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            cov = (self.second - self.n * np.outer(mu, mu)) / (self.n - 1.0)
+        _check_features_finite(cov)
+        return cov
 
     def h1_variance(self):
         r""":math:`4(\frac{1}{n}\sum_i (\tau_i^\top \bar\tau)^2 - \|\bar\tau\|^4)`: the
         variance of :math:`\sqrt{n}` times the U-statistic under H1 (kgof's convention)."""
         mu = self.mean
-        m2 = float(mu @ (self.second @ mu)) / self.n
-        return max(4.0 * (m2 - float(mu @ mu) ** 2), 0.0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            m2 = float(mu @ (self.second @ mu)) / self.n
+            sq = float(mu @ mu)
+        try:
+            var = 4.0 * (m2 - sq ** 2)
+        except OverflowError:  # a Python float's ** raises where numpy's gives inf
+            var = np.inf
+        _check_features_finite(var)
+        return max(var, 0.0)
+
+
+def _check_features_finite(*values):
+    """A ValueError naming X unless every feature sum or moment given is finite."""
+    if not all(np.all(np.isfinite(v)) for v in values):
+        raise ValueError(
+            "the Stein features are not finite on X: the values of X, the scores of the "
+            "model or the features' scale (bandwidth) overflow float64; rescale X or "
+            "choose another bandwidth.")
 
 
 def _block_rows(n, p, max_memory):

@@ -31,6 +31,7 @@ Conventions (bandwidth :math:`h > 0`):
 
 import numbers
 import warnings
+from collections.abc import Mapping
 from contextlib import nullcontext
 
 import numpy as np
@@ -42,7 +43,7 @@ from ._numba.distances import RECOMPUTE_BELOW, condensed_distances, select_ranks
 from ._numba.sliced import median_abs_diff_columns, quantile_abs_diff_columns
 from ._numba.stein import MIN_BANDWIDTH as _MIN_BANDWIDTH
 from ._random import as_generator
-from ._validation import caller_stacklevel, check_samples, named_errors
+from ._validation import caller_stacklevel, check_positive_int, check_samples, named_errors
 from ._xp import namespace_of, to_host
 
 __all__ = [
@@ -271,6 +272,9 @@ def make_kernel(kernel, bandwidth, kernel_params=None):
     kernel_params : dict or None
         Extra keyword arguments of the kernel (``{"beta": -0.3}`` for IMQ).
     """
+    if kernel_params is not None and not isinstance(kernel_params, Mapping):
+        raise TypeError(f"kernel_params must be a dict of kernel parameters or None, got "
+                        f"{kernel_params!r}.")
     params = {} if kernel_params is None else dict(kernel_params)
     if kernel == "rbf":
         if params:
@@ -324,7 +328,14 @@ def _sqdist(X, Y):
     return np.maximum(d2, 0.0)
 
 
+def _check_max_points(max_points):
+    """``max_points``: None or an int >= 2 (a median needs a pair of rows)."""
+    if max_points is not None:
+        check_positive_int(max_points, "max_points", minimum=2)
+
+
 def _subsample(X, max_points, random_state):
+    _check_max_points(max_points)
     n = X.shape[0]
     if max_points is None or n <= max_points:
         return X
@@ -340,7 +351,8 @@ def median_bandwidth(X, *, max_points=2000, random_state=None):
     X : array of shape (n, d)
     max_points : int or None, default=2000
         Use a random subsample of this many rows (drawn with ``random_state``) when
-        ``n`` is larger, so the heuristic costs at most ``O(max_points^2 d)``.
+        ``n`` is larger, so the heuristic costs at most ``O(max_points^2 d)``; at
+        least 2.
     random_state : None, int or Generator
         Only used for the subsample.
 
@@ -717,6 +729,7 @@ def _device_scales(X, max_points, random_state, quantile=None):
     """
     import array_api_compat
 
+    _check_max_points(max_points)
     xp = array_api_compat.array_namespace(X)
     device = array_api_compat.device(X)
     if X.ndim != 2 or X.shape[0] < 2:

@@ -282,6 +282,35 @@ def _between_replicates(B, sizes, C):
         return np.einsum("bg,gh,bh->b", C, B, C) / np.einsum("bg,gh,bh->b", C, P, C)
 
 
+def _check_groups(grp, n, name, pairs):
+    """The group labels of candidate ``name`` (``n`` rows) as an array; a ValueError naming
+    ``groups`` for a wrong shape, a missing (NaN or None) label, or two groups with
+    ``pairs="between-groups"``."""
+    grp = np.asarray(grp)
+    if grp.shape != (n,):
+        raise ValueError(f"groups of candidate {name!r} must have shape ({n},), got "
+                         f"{grp.shape}.")
+    if grp.dtype.kind in "fc":
+        missing = np.isnan(grp)
+    elif grp.dtype == object:
+        missing = np.array([g is None or (isinstance(g, numbers.Number) and g != g)
+                            for g in grp], dtype=bool)
+    else:
+        missing = np.zeros(n, dtype=bool)
+    if np.any(missing):
+        raise ValueError(f"groups of candidate {name!r} has {int(missing.sum())} missing "
+                         "(NaN or None) labels; every row needs the label of its group.")
+    if pairs == "between-groups" and np.unique(grp).size == 2:
+        # a resample of two groups has pairs between them only when it draws each once:
+        # the original sample, so every replicate would equal the estimate
+        raise ValueError(
+            f"groups of candidate {name!r} has 2 distinct labels: with pairs between groups "
+            "every resample of 2 groups that has such pairs is the original sample, so the "
+            "bootstrap interval would have zero width. Give at least 3 groups, or "
+            "pairs='all'.")
+    return grp
+
+
 def rank_samples(samples, test, *, statistic=None, n_bootstrap=1000, confidence=0.95,
                  groups=None, pairs=None, random_state=None, max_memory=DEFAULT_MAX_MEMORY):
     """Rank candidate sample sets by their Stein discrepancy to one model, with intervals.
@@ -302,12 +331,15 @@ def rank_samples(samples, test, *, statistic=None, n_bootstrap=1000, confidence=
     statistic : {"u", "v"}, default=None
         ``None``: each test's own ``statistic``.
     n_bootstrap : int, default=1000
+        At least 2.
     confidence : float in (0, 1), default=0.95
     groups : None, array-like, dict or sequence, default=None
         Resampling units: ``None`` resamples rows; otherwise labels of shape
         ``(n_i,)`` per candidate (one array for all when the candidates have the same
         size, or a dict / sequence like ``samples``), and whole groups are resampled.
         Use the chain index for MCMC output, whose rows within a chain are dependent.
+        No label may be missing (NaN or None); with pairs between groups a candidate
+        needs at least 3 groups (a bootstrap over 2 has nothing to vary).
     pairs : {"all", "between-groups"}, default=None
         Which pairs of rows the statistic averages. ``"all"``: the U- or V-statistic
         of the whole sample. ``"between-groups"`` (the default when ``groups`` is
@@ -348,7 +380,8 @@ def rank_samples(samples, test, *, statistic=None, n_bootstrap=1000, confidence=
         if not isinstance(t, (KSDTest, MaxSKSDTest)):
             raise TypeError(f"test must be a KSDTest or a fitted MaxSKSDTest, got "
                             f"{type(t).__name__}.")
-    n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap")
+    # one replicate re-centred on the estimate is the estimate: a zero-width interval
+    n_bootstrap = check_positive_int(n_bootstrap, "n_bootstrap", minimum=2)
     if isinstance(confidence, bool) or not isinstance(confidence, numbers.Real) \
             or not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}.")
@@ -375,10 +408,7 @@ def rank_samples(samples, test, *, statistic=None, n_bootstrap=1000, confidence=
         X = check_samples(X, name=f"samples[{name!r}]")
         n = X.shape[0]
         if grp is not None:
-            grp = np.asarray(grp)
-            if grp.shape != (n,):
-                raise ValueError(f"groups of candidate {name!r} must have shape ({n},), got "
-                                 f"{grp.shape}.")
+            grp = _check_groups(grp, n, name, pairs)
         kind = statistic if statistic is not None else t.statistic
         bw_rng, boot_rng = streams[k].spawn(2)
         try:

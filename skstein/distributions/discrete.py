@@ -8,7 +8,7 @@ ratios of the discrete Stein operators through ``log_ratio(X, shift)`` (see
 import numpy as np
 from scipy.special import expit
 
-from .._validation import check_positive_int
+from .._validation import check_positive_int, named_errors
 from ._base import SamplerMixin
 
 __all__ = ["DiscreteDistribution", "Categorical", "BinaryRBM"]
@@ -122,7 +122,8 @@ class Categorical(DiscreteDistribution):
     """
 
     def __init__(self, probs):
-        P = np.array(probs, dtype=np.float64)
+        with named_errors("probs"):
+            P = np.array(probs, dtype=np.float64)
         if P.ndim != 2 or P.shape[1] < 2:
             raise ValueError(f"probs must have shape (D, L) with L >= 2, got {P.shape}.")
         if not np.all(np.isfinite(P)) or np.any(P < 0):
@@ -201,9 +202,12 @@ class BinaryRBM(DiscreteDistribution):
     n_values = 2
 
     def __init__(self, components, intercept_hidden, intercept_visible, burn_in=1000):
-        W = np.asarray(components, dtype=np.float64)
-        c = np.asarray(intercept_hidden, dtype=np.float64)
-        b = np.asarray(intercept_visible, dtype=np.float64)
+        with named_errors("components"):
+            W = np.asarray(components, dtype=np.float64)
+        with named_errors("intercept_hidden"):
+            c = np.asarray(intercept_hidden, dtype=np.float64)
+        with named_errors("intercept_visible"):
+            b = np.asarray(intercept_visible, dtype=np.float64)
         if W.ndim != 2 or c.shape != (W.shape[0],) or b.shape != (W.shape[1],):
             raise ValueError("components must be (n_hidden, D), intercept_hidden (n_hidden,) and "
                              f"intercept_visible (D,); got {W.shape}, {c.shape}, {b.shape}.")

@@ -26,7 +26,8 @@ from ..features import (
     gaussian_locations,
 )
 from ..kernels import KERNELS, check_bandwidth, make_kernel
-from ._base import BaselineTestMixin, is_fitted, on_training_part, split_sample
+from ._base import (BaselineTestMixin, is_fitted, on_training_part, split_sample,
+                    train_count)
 from ._common import SampleTestMethods, simulated_null_result
 
 __all__ = ["FSSDTest"]
@@ -177,6 +178,12 @@ class FSSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, numbers.Integral) \
                 or self.max_iter < 0:
             raise ValueError(f"max_iter must be an integer >= 0, got {self.max_iter!r}.")
+        # train_size, tol and reg are checked whether or not optimize uses them
+        if isinstance(self.train_size, numbers.Integral) and not isinstance(self.train_size,
+                                                                            bool):
+            check_positive_int(self.train_size, "train_size", minimum=2)
+        else:
+            train_count(self.train_size, 1)  # a fraction in (0, 1)
         check_positive_float(self.tol, "tol")
         check_positive_float(self.reg, "reg")
         check_positive_int(self.max_memory, "max_memory")

@@ -222,7 +222,10 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
     powerful test; a kernel that is below ``1e-12`` of its peak between every two
     points of the sample (a bandwidth far below the data's scale;
     :func:`skstein.kernels.blind_kernels`) sees nothing and scores ``-inf``, the worst
-    score, so a search never picks it.
+    score, so a search never picks it. When the bandwidths were fitted by a rule
+    (``"median"``, ``"aggregate"``) and none of them sees a pair of the scored ``X``
+    (``X`` on a scale far above the fitted data's), :meth:`score` raises a ValueError
+    instead: the fitted test cannot measure ``X``.
 
     See Also
     --------
@@ -473,6 +476,15 @@ class LangevinKSD(EstimatorEngine):
             for s, b in zip(sums, blind):
                 if not b:
                     best = max(best, float(s.power_criterion()))
+        if best == -np.inf and is_fitted(est) and isinstance(est.bandwidth, str):
+            # bandwidths fitted by a rule to data of another scale: no search is
+            # comparing bandwidths, the scored X is out of the fitted test's reach
+            raise ValueError(
+                f"every kernel fitted with bandwidth={est.bandwidth!r} (the largest "
+                f"{float(np.max(est.bandwidth_)):.3g}) is below 1e-12 of its peak between "
+                "every two rows of X: X lies on a scale far above the data the test was "
+                "fitted on, and its score would be -inf whatever X is; rescale X or fit the "
+                "test on data of X's scale.")
         return best
 
 

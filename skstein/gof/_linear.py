@@ -23,7 +23,7 @@ from sklearn.base import BaseEstimator
 from .._random import as_generator
 from .._result import GOFTestResult
 from .._validation import check_choice, check_samples, evaluate_score
-from ..discrepancy import paired_stein_terms, resolve_bandwidth
+from ..discrepancy import check_stein_finite, paired_stein_terms, resolve_bandwidth
 from ..kernels import KERNELS, make_kernel
 from ._base import BaselineTestMixin, is_fitted
 from ._common import SampleTestMethods
@@ -36,6 +36,20 @@ def linear_stein_terms(X, S, kernel):
     ``X`` with scores ``S`` (``O(nD)`` time, ``O(n)`` extra memory)."""
     m = X.shape[0] // 2
     return paired_stein_terms(X[:m], X[m:2 * m], S[:m], S[m:2 * m], kernel)
+
+
+def _mean_and_sd(H):
+    """The mean and standard deviation (``ddof=1``) of the terms ``H``.
+
+    Each term is finite; their sum or squares may still overflow float64 (X on a huge
+    scale): then the clear error of :func:`~skstein.discrepancy.check_stein_finite`
+    instead of an infinite threshold.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        stat = float(np.mean(H))
+        sd = float(np.std(H, ddof=1))
+    check_stein_finite(stat, sd)
+    return stat, sd
 
 
 def linear_ksd(X, model, *, kernel="rbf", bandwidth="median", kernel_params=None,
@@ -62,7 +76,11 @@ def linear_ksd(X, model, *, kernel="rbf", bandwidth="median", kernel_params=None
     kern = make_kernel(kernel, resolve_bandwidth(X, bandwidth, random_state=random_state),
                        kernel_params)
     S = evaluate_score(model, X)
-    return float(np.mean(linear_stein_terms(X, S, kern)))
+    H = linear_stein_terms(X, S, kern)
+    with np.errstate(over="ignore"):
+        stat = float(np.mean(H))
+    check_stein_finite(stat)
+    return stat
 
 
 class LinearKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
@@ -161,8 +179,7 @@ class LinearKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
     def _test(self, X):
         H, kern, _ = self._terms(X, min_samples=4)
         m = H.size
-        stat = float(np.mean(H))
-        sd = float(np.std(H, ddof=1))
+        stat, sd = _mean_and_sd(H)
         if sd > 0:
             pvalue = float(norm.sf(np.sqrt(m) * stat / sd))
             threshold = float(norm.isf(self.alpha) * sd / np.sqrt(m))
@@ -184,9 +201,12 @@ class LinearKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         )
 
     def _discrepancy(self, X):
-        return float(np.mean(self._terms(X)[0]))
+        H = self._terms(X)[0]
+        with np.errstate(over="ignore"):
+            stat = float(np.mean(H))
+        check_stein_finite(stat)
+        return stat
 
     def _score(self, X):
-        H = self._terms(X, min_samples=4)[0]
-        sd = float(np.std(H, ddof=1))
-        return float(np.mean(H) / sd) if sd > 0 else 0.0
+        stat, sd = _mean_and_sd(self._terms(X, min_samples=4)[0])
+        return float(stat / sd) if sd > 0 else 0.0

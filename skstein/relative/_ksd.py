@@ -395,6 +395,8 @@ class RelativeKSDTest(EngineMixin, RelativeMixin, BaseEstimator):
         check_positive_int(self.n_posterior_samples, "n_posterior_samples")
         check_positive_int(self.burn_in, "burn_in", minimum=0)
         check_positive_int(self.max_memory, "max_memory")
+        if self.n_slices is not None:  # checked whatever the discrepancy: a typo surfaces
+            check_positive_int(self.n_slices, "n_slices")
         if len(check_whiten(self.whiten)) > 1 and self.discrepancy == "maxsksd":
             raise ValueError("whiten='aggregate' is for discrepancy='ksd'; the maxSKSD "
                              "comparison takes whiten=False or True.")
@@ -645,11 +647,10 @@ def _decision(sums, alpha, method, bandwidths, aggregated, variance, rng, labels
     if aggregated:
         return aggregated_result(sums, alpha, method, bandwidths, variance, rng, labels=labels)
     n = sums.n
-    zscore, pvalue, threshold, reject, degenerate = decide(float(sums.stat[0]),
-                                                           float(sums.sigma[0]), n, alpha,
-                                                           sums.scale)
+    zscore, pvalue, threshold, reject, degenerate, stat, sigma = decide(
+        float(sums.stat[0]), float(sums.sigma[0]), n, alpha, sums.scale)
     return RelativeTestResult(
-        statistic=float(sums.stat[0]), pvalue=pvalue, threshold=threshold, reject=reject,
+        statistic=stat, pvalue=pvalue, threshold=threshold, reject=reject,
         alpha=float(alpha), method=method, n_samples=n, discrepancy_p=float(sums.u_p[0]),
-        discrepancy_q=float(sums.u_q[0]), sigma=float(sums.sigma[0]), zscore=zscore,
+        discrepancy_q=float(sums.u_q[0]), sigma=sigma, zscore=zscore,
         variance=variance, bandwidth=float(bandwidths[0]), degenerate=degenerate)

@@ -144,7 +144,8 @@ class RelativeMMDTest(FitMethod, RelativeMixin, BaseEstimator):
         mmd_p, mmd_q, stat, var = _relative_mmd(Yp, Yq, X, kern)
         sigma = float(np.sqrt(n * var))
         scale = 1.0  # Gaussian kernel values lie in [0, 1]
-        zscore, pvalue, threshold, reject, degenerate = decide(stat, sigma, n, self.alpha, scale)
+        zscore, pvalue, threshold, reject, degenerate, stat, sigma = decide(
+            stat, sigma, n, self.alpha, scale)
         return RelativeTestResult(
             statistic=float(stat), pvalue=pvalue, threshold=threshold, reject=reject,
             alpha=float(self.alpha), method="relative MMD (rbf, projection variance)",

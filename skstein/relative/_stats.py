@@ -10,7 +10,8 @@ from .._result import RelativeTestResult
 from .._validation import check_choice
 
 __all__ = ["VARIANCES", "relative_variance", "decide", "result_from_sums", "DifferenceSums",
-           "difference_sums", "combine_folds", "max_z_decision", "aggregated_result"]
+           "difference_sums", "combine_folds", "max_z_decision", "aggregated_result",
+           "check_decision_finite"]
 
 #: Variance estimators of the relative KSD test.
 VARIANCES = ("jackknife", "ustat")
@@ -40,27 +41,51 @@ def relative_variance(rowsums, total, n, variance="jackknife"):
     rowsums = np.asarray(rowsums, dtype=np.float64)
     if n < 3:
         raise ValueError(f"the relative test needs at least 3 samples, got {n}.")
-    centred = rowsums - rowsums.mean()
-    if variance == "jackknife":
-        # D_{-i} - mean_k D_{-k} = -2 (r_i - mean r) / ((n-1)(n-2)); the jackknife
-        # variance of D_n is (n-1)/n * sum_i of its square, times n for sqrt(n) D_n
-        ss = float(np.dot(centred, centred))
-        var = 4.0 * ss / ((n - 1.0) * (n - 2.0) ** 2)
-    else:
-        var = 4.0 * float(np.mean((centred / (n - 1.0)) ** 2))
+    # an overflow gives inf (refused by the decision, check_decision_finite), not a warning
+    with np.errstate(over="ignore", invalid="ignore"):
+        centred = rowsums - rowsums.mean()
+        if variance == "jackknife":
+            # D_{-i} - mean_k D_{-k} = -2 (r_i - mean r) / ((n-1)(n-2)); the jackknife
+            # variance of D_n is (n-1)/n * sum_i of its square, times n for sqrt(n) D_n
+            ss = float(np.dot(centred, centred))
+            var = 4.0 * ss / ((n - 1.0) * (n - 2.0) ** 2)
+        else:
+            var = 4.0 * float(np.mean((centred / (n - 1.0)) ** 2))
     return float(np.sqrt(max(var, 0.0)))
 
 
+def check_decision_finite(stat, sigma):
+    """A ValueError naming X unless the differences ``stat`` and their standard deviations
+    ``sigma`` are finite: an overflow (X or the scores on a scale beyond float64) is not a
+    degenerate variance, which means P and Q give the same Stein matrix to rounding."""
+    if not (np.all(np.isfinite(stat)) and np.all(np.isfinite(sigma))):
+        raise ValueError(
+            "the relative statistic or its variance is not finite on X: the values of X, "
+            "the scores of the models or the kernel's scale overflow float64; rescale X or "
+            "choose another bandwidth.")
+
+
+def _degenerate_values(stat, tol):
+    """The statistic reported by a degenerate test: 0 where it is below the rounding
+    tolerance ``tol`` (the same Stein matrix to rounding), else unchanged."""
+    return np.where(np.abs(stat) <= tol, 0.0, stat)
+
+
 def decide(stat, sigma, n, alpha, scale):
-    """(zscore, pvalue, threshold, reject, degenerate) of the normal-approximation test.
+    """(zscore, pvalue, threshold, reject, degenerate, stat, sigma) of the
+    normal-approximation test.
 
     ``scale`` is the magnitude of the Stein-kernel values, for the rounding tolerance:
     a variance that vanishes to rounding (P and Q give the same Stein matrix) is
-    degenerate, and the test then does not reject (p-value 1).
+    degenerate, and the test then does not reject (p-value 1); the ``stat`` and
+    ``sigma`` returned are those to report: a degenerate test's ``sigma`` is 0, and so
+    is its ``stat`` where it is below the rounding tolerance too. A statistic or
+    variance that is not finite (an overflow) raises (:func:`check_decision_finite`).
     """
+    check_decision_finite(stat, sigma)
     tol = 8.0 * _EPS * n * max(scale, np.finfo(np.float64).tiny)
     z_alpha = float(norm.ppf(1.0 - alpha))
-    if not np.isfinite(sigma) or sigma <= tol:
+    if sigma <= tol:
         if abs(stat) > tol:
             warnings.warn(
                 f"the variance of the relative statistic vanished (sigma={sigma:.3g}) while the "
@@ -69,11 +94,11 @@ def decide(stat, sigma, n, alpha, scale):
                 RuntimeWarning,
                 stacklevel=3,
             )
-        return 0.0, 1.0, 0.0, False, True
+        return 0.0, 1.0, 0.0, False, True, float(_degenerate_values(stat, tol)), 0.0
     zscore = float(np.sqrt(n) * stat / sigma)
     pvalue = float(norm.sf(zscore))
     threshold = float(sigma * z_alpha / np.sqrt(n))
-    return zscore, pvalue, threshold, bool(zscore >= z_alpha), False
+    return zscore, pvalue, threshold, bool(zscore >= z_alpha), False, float(stat), float(sigma)
 
 
 def result_from_sums(sums, n, variance, alpha, method, bandwidth):
@@ -85,7 +110,8 @@ def result_from_sums(sums, n, variance, alpha, method, bandwidth):
     u_p, u_q, total, rowsums, scale = sums
     stat = total / (n * (n - 1.0))
     sigma = relative_variance(rowsums, total, n, variance)
-    zscore, pvalue, threshold, reject, degenerate = decide(stat, sigma, n, alpha, scale)
+    zscore, pvalue, threshold, reject, degenerate, stat, sigma = decide(stat, sigma, n, alpha,
+                                                                        scale)
     return RelativeTestResult(
         statistic=float(stat),
         pvalue=pvalue,
@@ -166,12 +192,14 @@ def combine_folds(folds):
     """
     n = sum(f.n for f in folds)
     w = np.array([f.n / n for f in folds])
+    with np.errstate(over="ignore"):  # an overflow: inf, refused by the decision
+        sigma = np.sqrt(sum(wi * f.sigma**2 for wi, f in zip(w, folds)))
     return DifferenceSums(
         n=n,
         u_p=sum(wi * f.u_p for wi, f in zip(w, folds)),
         u_q=sum(wi * f.u_q for wi, f in zip(w, folds)),
         stat=sum(wi * f.stat for wi, f in zip(w, folds)),
-        sigma=np.sqrt(sum(wi * f.sigma**2 for wi, f in zip(w, folds))),
+        sigma=sigma,
         influence=np.concatenate([f.influence for f in folds], axis=1),
         scale=max(f.scale for f in folds),
     )
@@ -232,35 +260,48 @@ def aggregated_result(sums, alpha, method, bandwidths, variance, rng, labels=Non
     degenerate (no rejection).
     """
     n = sums.n
+    check_decision_finite(sums.stat, sums.sigma)
     tol = 8.0 * _EPS * n * max(sums.scale, np.finfo(np.float64).tiny)
-    ok = np.isfinite(sums.sigma) & (sums.sigma > tol)
+    ok = sums.sigma > tol
     z = np.zeros_like(sums.stat)
     z[ok] = np.sqrt(n) * sums.stat[ok] / sums.sigma[ok]
+    stats, sigma = sums.stat, sums.sigma
     if not np.any(ok):
         k, pvalue, zthr, degenerate = 0, 1.0, np.inf, True
+        # every variance vanished to rounding: report it as 0, and the differences
+        # that vanished with it (the result is degenerate, not a statistic above 0)
+        stats, sigma = _degenerate_values(stats, tol), np.zeros_like(sigma)
+        if np.any(stats != 0.0):
+            warnings.warn(
+                "the variance of the relative statistic vanished under every kernel while "
+                f"the statistic did not ({float(stats[np.argmax(np.abs(stats))]):.3g}); the "
+                "normal approximation does not apply and the test does not reject.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
     else:
         idx = np.flatnonzero(ok)
         pvalue, zthr = max_z_decision(z[idx], sums.influence[idx], alpha, rng)
         k = int(idx[np.argmax(z[idx])])
         degenerate = False
     return RelativeTestResult(
-        statistic=float(sums.stat[k]),
+        statistic=float(stats[k]),
         pvalue=float(pvalue),
-        threshold=float(sums.sigma[k] * zthr / np.sqrt(n)) if not degenerate else 0.0,
+        threshold=float(sigma[k] * zthr / np.sqrt(n)) if not degenerate else 0.0,
         reject=bool((not degenerate) and pvalue <= alpha),
         alpha=float(alpha),
         method=method,
         n_samples=n,
         discrepancy_p=float(sums.u_p[k]),
         discrepancy_q=float(sums.u_q[k]),
-        sigma=float(sums.sigma[k]),
+        sigma=float(sigma[k]),
         zscore=float(z[k]),
         variance=variance,
         bandwidth=float(bandwidths[k]),
         degenerate=degenerate,
         bandwidths=np.asarray(bandwidths, dtype=np.float64),
         zscores=z,
-        statistics=sums.stat,
+        statistics=stats,
         zscore_threshold=float(zthr),
         labels=None if labels is None else tuple(labels),
     )

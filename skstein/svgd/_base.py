@@ -146,10 +146,16 @@ class _ParticleSampler(BaseEstimator):
         check_choice(self.kernel, "kernel", KERNELS)
         check_positive_int(self.history_every, "history_every")
         check_positive_int(self.repulsion_warmup, "repulsion_warmup", minimum=0)
+        if self.verbose is None:
+            raise ValueError("verbose must be an int >= 0, a bool or 'auto', got None.")
         check_verbose(self.verbose)
         if isinstance(self.bandwidth, str):
             check_choice(self.bandwidth, "bandwidth", BANDWIDTHS)
         else:
+            if np.ndim(self.bandwidth) != 0:
+                raise TypeError(f"bandwidth must be {' or '.join(map(repr, BANDWIDTHS))} or a "
+                                f"positive float, got an array of shape "
+                                f"{np.shape(self.bandwidth)}.")
             check_bandwidth(self.bandwidth)
         make_kernel(self.kernel, 1.0, self.kernel_params)
 
@@ -196,6 +202,10 @@ class _ParticleSampler(BaseEstimator):
             raise ValueError(f"Z has {Z.shape[-1]} features but {name} is a distribution on "
                              f"{int(dim)} dimensions.")
         values = check_same_namespace(None, Z, fn(Z.copy()), what, reference="Z")
+        if np.iscomplexobj(values):
+            raise ValueError(f"{what} returned complex values (dtype "
+                             f"{np.asarray(values).dtype}): complex data are not supported; it "
+                             "must return an array of real floats of the shape of Z.")
         try:
             S = np.asarray(values, dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -310,6 +320,8 @@ class _ParticleSampler(BaseEstimator):
                 values = check_same_namespace(None, X, score(X.copy()), "the score of target")
             return evaluate_score(self.target, X, "target", check_tails=False, values=values)
         values = score(X.copy())  # a score that writes into X changes nothing
+        if np.iscomplexobj(values):  # refused there, not cast with its imaginary part lost
+            return evaluate_score(self.target, X, "target", check_tails=False, values=values)
         S = np.asarray(values, dtype=np.float64) if not isinstance(values, np.ndarray) or \
             values.dtype != np.float64 else values
         if S.shape != X.shape:

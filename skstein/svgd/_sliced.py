@@ -9,7 +9,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._flows_xp import projection_medians_xp, sliced_pass_xp, sliced_svgd_terms_xp
 from .._gradients import _sliced_pass
 from .._random import as_generator
-from .._validation import check_choice, check_positive_float, check_positive_int, evaluate_score
+from .._validation import (check_choice, check_positive_float, check_positive_int, evaluate_score,
+                           named_errors)
 from .._xp import check_same_namespace, host_single_blas, to_host, waits_for_device
 from ..directions import _Adam, _tangent_unit_rows, _unit_rows
 from ..discrepancy import _sliced_kernel_params, check_stein_finite, sliced_value_and_grad
@@ -345,7 +346,8 @@ class SlicedSVGD(_ParticleSampler):
             if self.slices == "auto" and (X.shape[0] <= d or not scores_correlated(S)):
                 return np.eye(d)
             return score_frame(S)
-        R = np.asarray(self.slices, dtype=np.float64)
+        with named_errors("slices"):
+            R = np.asarray(self.slices, dtype=np.float64)
         if R.shape != (d, d) or not np.all(np.isfinite(R)) or not np.allclose(
                 R @ R.T, np.eye(d), atol=1e-8):
             raise ValueError(f"slices must be 'auto', 'axes', 'score' or a ({d}, {d}) array with "
@@ -363,7 +365,8 @@ class SlicedSVGD(_ParticleSampler):
             G = R.copy() if self.init_directions == "identity" else \
                 _unit_rows(rng.standard_normal((d, d)))
         else:
-            G = np.asarray(self.init_directions, dtype=np.float64)
+            with named_errors("init_directions"):
+                G = np.asarray(self.init_directions, dtype=np.float64)
             if G.shape != (d, d) or not np.all(np.isfinite(G)) or np.any(
                     np.linalg.norm(G, axis=1) == 0):
                 raise ValueError(f"init_directions must be a finite ({d}, {d}) array with "
