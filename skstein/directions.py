@@ -630,13 +630,17 @@ class AscentSettings:
 
 def _coincide_along(G, *samples):
     """Whether the rows of some sample coincide along some direction (row of ``G``), up to
-    rounding: a spread of at most 64 machine epsilons of the largest projection."""
+    rounding: a spread of at most 64 machine epsilons of the largest sum of the magnitudes
+    of a projection's products, :math:`\max_i \sum_k |a_{ik} g_k|` (the scale of its
+    rounding error: along a direction orthogonal to two equal columns every projection
+    is rounding, small against that sum but not against the largest projection)."""
     tol = 64 * np.finfo(np.float64).eps
     for A in samples:
         if A is None:
             continue
         P = A @ G.T
-        if np.any(np.ptp(P, axis=0) <= tol * np.max(np.abs(P), axis=0)):
+        scale = np.max(np.abs(A) @ np.abs(G).T, axis=0)
+        if np.any(np.ptp(P, axis=0) <= tol * scale):
             return True
     return False
 

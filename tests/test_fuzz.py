@@ -814,6 +814,26 @@ def test_starts_along_which_the_samples_coincide_up_to_rounding_are_dropped():
     assert np.max(res.statistics) < 1e3
 
 
+def test_two_equal_columns_give_no_rounding_bandwidth():
+    # a start orthogonal to two equal columns projects every point to rounding noise
+    # (~1e-17, small against the data but not against the largest projection): it is
+    # dropped, not tested with a bandwidth of 2e-17 (a statistic of 3e32 before)
+    x = np.random.default_rng(1).standard_normal((200, 1))
+    res = MaxSKSDTest(Gaussian(np.zeros(2)), random_state=0).test(np.c_[x, x])
+    assert np.nanmin(res.bandwidths) > 1e-3
+    assert np.all(np.isfinite(res.statistics)) and res.statistic < 1e3
+
+
+def test_fitted_maxsksd_names_x_when_the_moment_terms_overflow():
+    # learned on well-scaled points, tested on points 1e150 times larger: the moment
+    # statistics' terms overflow; a clear error, not a NaN statistic with a p-value
+    X = np.random.default_rng(0).standard_normal((40, 2))
+    test = MaxSKSDTest(Gaussian(np.zeros(2)), random_state=0).fit(X)
+    with pytest.raises(ValueError, match=r"moment statistics overflow .* rescale X"):
+        test.test(X * 1e150)
+    assert np.isfinite(test.test(X * 1e40).statistic)
+
+
 def test_data_constant_along_a_feature_names_the_bandwidth_argument():
     # no median heuristic along the constant feature's axis: the error says which
     # argument to give (an explicit value works)

@@ -178,21 +178,23 @@ def test_heavy_tails_warn_and_light_tails_do_not():
 
 def test_multinomial_bootstrap_warns_on_tiny_samples():
     model = Gaussian(np.zeros(2))
-    X = np.random.default_rng(0).standard_normal((20, 2))
-    with pytest.warns(UserWarning, match="n=10 < 20") as record:
+    X = np.random.default_rng(0).standard_normal((50, 2))
+    with pytest.warns(UserWarning, match="n=10 < 50") as record:
         KSDTest(model, n_bootstrap=100, random_state=0).test(X[:10])
     assert record[0].filename == __file__  # the caller's line, not the package's
     # every bootstrap path warns: the discrete tests at one bandwidth and aggregated
     categorical = Categorical(np.full((3, 4), 0.25))
     Xd = np.random.default_rng(0).integers(0, 4, size=(10, 3))
     for bandwidth in (1.0, "aggregate"):
-        with pytest.warns(UserWarning, match="n=10 < 20"):
+        with pytest.warns(UserWarning, match="n=10 < 50"):
             KSDTest(categorical, bandwidth=bandwidth, n_bootstrap=100,
                     random_state=0).test(Xd)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         KSDTest(model, n_bootstrap=100, random_state=0).test(X)
         KSDTest(model, bootstrap="rademacher", n_bootstrap=100, random_state=0).test(X[:10])
+    with pytest.warns(UserWarning, match="n=49 < 50"):
+        KSDTest(model, n_bootstrap=100, random_state=0).test(X[:49])
 
 
 def test_scores_with_tied_norms_give_no_warning():
