@@ -31,6 +31,7 @@ def caller_stacklevel():
 
 __all__ = [
     "named_errors",
+    "refuse_complex",
     "check_samples",
     "check_matrix_shape",
     "validate_samples",
@@ -259,6 +260,15 @@ def check_model_dim(model, X, name="model"):
         )
 
 
+def refuse_complex(values, what, of="X"):
+    """A ValueError naming ``what`` when a score returned complex ``values``: complex data
+    are refused (as complex ``X`` is), not cast with the imaginary part lost."""
+    if np.iscomplexobj(values):
+        raise ValueError(f"{what} returned complex values (dtype {np.asarray(values).dtype}): "
+                         f"complex data are not supported; it must return an array of real "
+                         f"floats of the shape of {of}.")
+
+
 def evaluate_score(model, X, name="model", check_tails=True, values=None):
     """Evaluate and validate the model's score at the rows of ``X``.
 
@@ -274,10 +284,7 @@ def evaluate_score(model, X, name="model", check_tails=True, values=None):
     check_model_dim(model, X, name)
     if values is None:
         values = score(X.copy())  # a score that writes into its input cannot change X
-    if np.iscomplexobj(values):  # as complex X is refused: no silent loss of the imaginary part
-        raise ValueError(f"the score of {name} returned complex values (dtype "
-                         f"{np.asarray(values).dtype}): complex data are not supported; it "
-                         "must return an array of real floats of the shape of X.")
+    refuse_complex(values, f"the score of {name}")
     try:
         S = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:

@@ -174,11 +174,6 @@ def test_svgd_bandwidth_must_be_a_scalar(cls, bandwidth):
         cls(G, bandwidth=bandwidth, n_iter=1).fit(X)
 
 
-def test_svgd_verbose_none():
-    with pytest.raises(ValueError, match="verbose"):
-        SVGD(G, verbose=None, n_iter=1).fit(X)
-
-
 @pytest.mark.parametrize("max_memory", ["10", None, 0, -5, 2.5, True])
 def test_ksd_max_memory(max_memory):
     with pytest.raises((ValueError, TypeError), match="max_memory"):

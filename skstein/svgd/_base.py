@@ -18,6 +18,7 @@ from .._validation import (
     check_positive_int,
     evaluate_score,
     named_errors,
+    refuse_complex,
     resolve_score,
     validate_samples,
 )
@@ -146,8 +147,6 @@ class _ParticleSampler(BaseEstimator):
         check_choice(self.kernel, "kernel", KERNELS)
         check_positive_int(self.history_every, "history_every")
         check_positive_int(self.repulsion_warmup, "repulsion_warmup", minimum=0)
-        if self.verbose is None:
-            raise ValueError("verbose must be an int >= 0, a bool or 'auto', got None.")
         check_verbose(self.verbose)
         if isinstance(self.bandwidth, str):
             check_choice(self.bandwidth, "bandwidth", BANDWIDTHS)
@@ -202,10 +201,7 @@ class _ParticleSampler(BaseEstimator):
             raise ValueError(f"Z has {Z.shape[-1]} features but {name} is a distribution on "
                              f"{int(dim)} dimensions.")
         values = check_same_namespace(None, Z, fn(Z.copy()), what, reference="Z")
-        if np.iscomplexobj(values):
-            raise ValueError(f"{what} returned complex values (dtype "
-                             f"{np.asarray(values).dtype}): complex data are not supported; it "
-                             "must return an array of real floats of the shape of Z.")
+        refuse_complex(values, what, of="Z")
         try:
             S = np.asarray(values, dtype=np.float64)
         except (TypeError, ValueError) as exc:
