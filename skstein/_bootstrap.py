@@ -51,11 +51,12 @@ def warn_small_sample(method, n):
     0.065): 0.060 / 0.055 / 0.053 at n = 30 / 40 / 50 with the aggregated bandwidths,
     0.071 / 0.066 / 0.061 with the median one (and at n = 20, in 5000 trials, 0.072 and
     0.083). The error grows at the smaller levels at which a test with several parts
-    calibrates each part: the default ``MaxSKSDTest`` (learned statistics at alpha / 2
-    on 80% of the points) rejected that model in 0.101 / 0.079 / 0.080 / 0.063 of 1000
-    trials at n = 30 / 50 / 60 / 80 (alpha + 3 sd = 0.071), its learned part in 0.046 at
-    n = 30 to 60, against 0.025. The Rademacher bootstrap was conservative at these
-    sizes (0.018-0.029 for ``KSDTest``). The warning points at the first caller
+    calibrates each part: ``MaxSKSDTest`` with multinomial draws (learned statistics at
+    alpha / 2 on 80% of the points) rejected that model in 0.101 / 0.079 / 0.080 / 0.063
+    of 1000 trials at n = 30 / 50 / 60 / 80 (alpha + 3 sd = 0.071), its learned part in
+    0.046 at n = 30 to 60, against 0.025; its default (``bootstrap="auto"``) draws
+    Rademacher weights below 150 points. The Rademacher bootstrap was conservative at
+    these sizes (0.018-0.029 for ``KSDTest``). The warning points at the first caller
     outside the package.
     """
     if method != "multinomial" or n >= SMALL_SAMPLE:

@@ -629,7 +629,7 @@ class AscentSettings:
 
 
 def _coincide_along(G, *samples):
-    """Whether the rows of some sample coincide along some direction (row of ``G``), up to
+    r"""Whether the rows of some sample coincide along some direction (row of ``G``), up to
     rounding: a spread of at most 64 machine epsilons of the largest sum of the magnitudes
     of a projection's products, :math:`\max_i \sum_k |a_{ik} g_k|` (the scale of its
     rounding error: along a direction orthogonal to two equal columns every projection

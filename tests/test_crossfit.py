@@ -495,7 +495,7 @@ def test_second_moment_bootstrap_by_blocks_equals_the_upper_triangle():
     for mem in (10**9, 8 * 200 * 30):
         for bootstrap in ("multinomial", "rademacher"):
             test = MaxSKSDTest(model, n_bootstrap=300, bootstrap=bootstrap, max_memory=mem)
-            res.append(test._pooled_second(X, S, np.random.default_rng(4), 0.05))
+            res.append(test._pooled_second(X, S, np.random.default_rng(4), 0.05, bootstrap))
     for a, b in zip(res[:2], res[2:]):
         scale = np.abs(a.null_distribution).max()
         np.testing.assert_allclose(a.null_distribution, b.null_distribution, rtol=1e-12,
@@ -552,7 +552,7 @@ def test_pooled_second_moments_find_a_variance_change():
     test = MaxSKSDTest(Gaussian(np.zeros(20)), n_bootstrap=200)
     for seed in range(5):
         X, _ = _variance_along(600, 20, 40 + seed)
-        part = test._pooled_second(X, -X, np.random.default_rng(seed), 0.0125)
+        part = test._pooled_second(X, -X, np.random.default_rng(seed), 0.0125, "multinomial")
         assert part.reject and part.labels == ("second moments",)
 
 
@@ -570,7 +570,8 @@ def test_pooled_second_moment_calibration(bootstrap):
     rejects = 0
     for seed in range(R):
         X = model.rvs(n, random_state=500 + seed)
-        part = test._pooled_second(X, model.grad_logpdf(X), np.random.default_rng(seed), 0.05)
+        part = test._pooled_second(X, model.grad_logpdf(X), np.random.default_rng(seed), 0.05,
+                                   bootstrap)
         rejects += part.reject
     assert rejects / R <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / R)
 
@@ -684,3 +685,60 @@ def test_pooled_fourth_moment_level_small_sample_and_heavy_tails(case):
         assert res.labels[-1] == "all: fourth moment" and res.pvalue_threshold[-1] == level
         rejected.append(res.rejected[-1])
     assert np.mean(rejected) <= level + 3 * math.sqrt(level * (1 - level) / R)
+
+
+@pytest.mark.parametrize("kw, n, kind", [
+    (dict(), 149, "rademacher"),  # 119 points not learned on
+    (dict(), 150, "multinomial"),  # 120
+    (dict(train_size=50), 169, "rademacher"),
+    (dict(train_size=50), 170, "multinomial"),
+    (dict(cv=2), 239, "rademacher"),  # folds of 119 and 120: the smaller counts
+    (dict(cv=2), 240, "multinomial"),
+    (dict(bootstrap="multinomial"), 60, "multinomial"),
+    (dict(bootstrap="rademacher"), 1000, "rademacher"),
+])
+def test_auto_bootstrap_rule(kw, n, kind):
+    assert MaxSKSDTest(Gaussian(np.zeros(2)), **kw)._bootstrap_kind(n) == kind
+
+
+def test_auto_bootstrap_of_a_fitted_test_counts_its_input():
+    model = Gaussian(np.zeros(2))
+    X = model.rvs(300, random_state=0)
+    test = MaxSKSDTest(model, max_iter=2, n_bootstrap=50, random_state=0).fit(X[:100])
+    assert test._bootstrap_kind(119) == "rademacher"
+    assert test._bootstrap_kind(120) == "multinomial"
+    assert test.test(X[100:219]).bootstrap == "rademacher"
+
+
+@pytest.mark.parametrize("n, kind", [(100, "rademacher"), (160, "multinomial")])
+def test_auto_bootstrap_draws_what_it_names(n, kind):
+    # "auto" is the named bootstrap, with the same draws: the same p-values, parts and all
+    model = Gaussian(np.zeros(3))
+    X = model.rvs(n, random_state=1) * 1.2
+    auto = MaxSKSDTest(model, n_bootstrap=100, max_iter=3, random_state=2).test(X)
+    named = MaxSKSDTest(model, n_bootstrap=100, max_iter=3, random_state=2,
+                        bootstrap=kind).test(X)
+    assert auto.bootstrap == kind and kind in auto.method
+    np.testing.assert_array_equal(auto.pvalues, named.pvalues)
+    assert auto.pvalue == named.pvalue
+
+
+def test_auto_bootstrap_is_maxsksd_only():
+    from skstein import KSDTest
+    with pytest.raises(ValueError, match="bootstrap"):
+        KSDTest(Gaussian(np.zeros(2)), bootstrap="auto").test(np.zeros((10, 2)))
+
+
+@pytest.mark.slow
+def test_default_level_at_small_n_in_two_dimensions():
+    # the default test (Rademacher draws below 150 points) on a correlated 2-D Gaussian
+    # at N = 80, 400 null trials: rate <= alpha + 3 sd. With the multinomial draws it
+    # rejected 0.065 of 3000 trials (and 0.073 of 1000 others)
+    model = Gaussian(np.array([1.0, -2.0]), np.array([[1.0, 0.8], [0.8, 1.0]]))
+    R, rejected = 400, 0
+    for seed in range(R):
+        X = model.rvs(80, random_state=900 + seed)
+        res = MaxSKSDTest(model, n_bootstrap=200, random_state=seed).test(X)
+        assert res.bootstrap == "rademacher"
+        rejected += res.reject
+    assert rejected / R <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / R)

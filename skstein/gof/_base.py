@@ -57,12 +57,14 @@ class SteinTestMixin(RandomStateTagsMixin):
     """Parameter checks, data validation and bootstrap shared by the GOF tests."""
 
     _required_parameters = ["model"]
+    #: the accepted values of ``bootstrap``
+    _bootstraps = BOOTSTRAPS
 
     def _check_common_params(self):
         resolve_score(self.model, "model")
         check_choice(self.kernel, "kernel", KERNELS)
         check_choice(self.statistic, "statistic", ("u", "v"))
-        check_choice(self.bootstrap, "bootstrap", BOOTSTRAPS)
+        check_choice(self.bootstrap, "bootstrap", self._bootstraps)
         check_positive_int(self.n_bootstrap, "n_bootstrap")
         check_alpha(self.alpha)
         check_positive_int(self.max_memory, "max_memory")

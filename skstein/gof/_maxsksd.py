@@ -11,6 +11,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from .._bootstrap import (
+    BOOTSTRAPS,
     bootstrap_null,
     bootstrap_pvalue,
     bootstrap_threshold,
@@ -244,6 +245,12 @@ def pooled_result(learned, whole, alpha, folds=False):
         statistics=np.array([t for t, _, _ in parts]), pvalues=pvalues, bandwidths=rows,
         rejected=None if thresholds is None else pvalues <= thresholds,
         pvalue_threshold=thresholds, labels=tuple(lab for _, _, lab in parts))
+
+
+#: ``bootstrap="auto"``: the Rademacher bootstrap where the learned statistics are tested
+#: on fewer points than this (the part not learned on, each fold, or a fitted test's
+#: input), the multinomial one from there on (see :meth:`MaxSKSDTest._bootstrap_kind`).
+AUTO_RADEMACHER_BELOW = 120
 
 
 #: Labels of the candidates of ``moment=True``: the second moments along the learned
@@ -745,20 +752,27 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         with ``True``. ``False``: none of these statistics (the sliced statistics
         alone, as in the paper).
     statistic : {"u", "v"}, default="u"
-    bootstrap : {"multinomial", "rademacher"}, default="multinomial"
-        As in :class:`KSDTest` (the multinomial bootstrap warns below 50 test points).
-        With ``moment``, it also draws the studentised statistics' bootstrap-t
-        resamples; at a few hundred points in about five dimensions the multinomial
-        ones ran liberal for the fourth moment, the Rademacher ones did not (user
-        guide, "Fourth moments in every direction"). In low dimensions up to about a
-        hundred points the multinomial bootstrap runs a little liberal at the levels
-        of the parts (alpha / 2, alpha / 4): the default test rejected a correlated
-        2-D Gaussian model in 0.073 / 0.080 / 0.042 of 1000 trials at N = 80 / 100 /
-        200 and N(0, I_2) at N = 100 in 0.074 (alpha + 3 sd = 0.071); with
-        ``"rademacher"`` 0.045 / 0.058 at N = 80 / 100. The Rademacher bootstrap costs
-        power elsewhere (``gof-rotated``, 100 trials on other seeds: the variance of 1.6
-        at D = 50, N = 1000 in 0.83-0.85 against 0.91-0.92), so it is not the default;
-        use it for small samples in a few dimensions.
+    bootstrap : {"auto", "multinomial", "rademacher"}, default="auto"
+        As in :class:`KSDTest`. With ``moment``, it also draws the studentised
+        statistics' bootstrap-t resamples (multinomial counts, or each point dropped or
+        doubled). ``"auto"``: ``"rademacher"`` where the learned statistics are tested
+        on fewer than :data:`AUTO_RADEMACHER_BELOW` (120) points (the part of a split
+        not learned on: samples of fewer than 150 points by default; each of the ``cv``
+        folds; a fitted test's input), ``"multinomial"`` from there on; the result's
+        ``bootstrap`` names the one drawn. The multinomial bootstrap centres its
+        weights, which under the model takes out of its draws the part of the
+        statistic's spread that moves with the statistic itself; with a few dozen points
+        it runs liberal, the more so at the smaller levels of the parts (alpha / 2,
+        alpha / 4). The Rademacher (wild) bootstrap leaves it in and held the level at
+        every size measured, a little conservative, at some cost in power (0.02-0.04 at
+        N = 100-120, 0.01-0.02 at N = 800-1000, on the same data). Null trials of the
+        default test with the multinomial draws: 0.071-0.079 at N = 60 (a rotated
+        Gaussian in D = 4, a 2-D mixture; alpha + 3 sd = 0.071), 0.065 / 0.061 for a
+        correlated 2-D Gaussian at N = 80 / 100 (3000 trials, bound 0.062), within the
+        bound from 150 points on in every case; with the Rademacher ones 0.025-0.058.
+        On models and seeds that had no part in choosing the size (1000 null trials
+        each, N = 90-130), the default rejected 0.034-0.056, the multinomial draws
+        0.048-0.078. User guide: "Small samples: which bootstrap".
     n_bootstrap : int, default=1000
     alpha : float, default=0.05
     random_state : None, int or numpy.random.Generator, default=None
@@ -891,6 +905,8 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
     True
     """
 
+    _bootstraps = BOOTSTRAPS + ("auto",)
+
     def __init__(self, model, *, variant="g", n_slices=None, kernel="rbf", bandwidth="median",
                  test_bandwidth=None, n_bandwidths=10, kernel_params=None, init="auto",
                  starts=None, optimizer="adam",
@@ -898,7 +914,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
                  n_restarts=1, bandwidth_every=10, validation_fraction=0.25, batch_size=None,
                  orthogonal_slices=True, train_size=0.2, cv=None, combine="bonferroni",
                  moment="pooled", statistic="u",
-                 bootstrap="multinomial", n_bootstrap=1000, alpha=0.05, random_state=None,
+                 bootstrap="auto", n_bootstrap=1000, alpha=0.05, random_state=None,
                  max_memory=DEFAULT_MAX_MEMORY, whiten=False):
         self.model = model
         self.variant = variant
@@ -1133,33 +1149,33 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         input."""
         return self._moment_mode() == POOLED and not is_fitted(self)
 
-    def _pooled_fourth(self, X, S, rng, alpha):
+    def _pooled_fourth(self, X, S, rng, alpha, bootstrap):
         """The fourth-moment test of the whole sample ``X`` (scores ``S``) alone, at
         ``alpha``: each half about the other half's mean
         (:func:`crossed_fourth_moment_terms`), the bootstrap-t of
-        :class:`StudentisedMean` on its own draws."""
+        :class:`StudentisedMean` on its own draws of the kind ``bootstrap``."""
         part_rng, boot_rng = rng.spawn(2)
         xi = crossed_fourth_moment_terms(X, S, part_rng)
-        V = bootstrap_weights(self.bootstrap, X.shape[0], self.n_bootstrap, boot_rng,
+        V = bootstrap_weights(bootstrap, X.shape[0], self.n_bootstrap, boot_rng,
                               self.statistic)
-        null = studentised_null(xi, V, self.bootstrap)
+        null = studentised_null(xi, V, bootstrap)
         stat = StudentisedMean(xi).statistic()
         return self._whole_result(
-            stat, null, alpha, X.shape[0], FOURTH,
+            stat, null, alpha, X.shape[0], FOURTH, bootstrap,
             f"fourth moment of all {X.shape[0]} samples, each half about the other's mean "
-            f"(studentised, {self.bootstrap} bootstrap-t)")
+            f"(studentised, {bootstrap} bootstrap-t)")
 
-    def _pooled_second(self, X, S, rng, alpha, device=None):
+    def _pooled_second(self, X, S, rng, alpha, bootstrap, device=None):
         """The second-moment test of the whole sample ``X`` (scores ``S``) alone, at
         ``alpha``: the U- or V-statistic of :func:`second_moment_sums` and its
-        bootstrap on its own draws (the forms on the device of ``device``, the sample
-        there, when given)."""
+        bootstrap of the kind ``bootstrap`` on its own draws (the forms on the device of
+        ``device``, the sample there, when given)."""
         with np.errstate(over="ignore", invalid="ignore"):  # overflow: checked in the sums
             parts = _second_moment_parts(X, S)
         sums = second_moment_sums(X, S, parts)
         n = X.shape[0]
         if device is not None:
-            V = bootstrap_weights(self.bootstrap, n, self.n_bootstrap, rng, self.statistic)
+            V = bootstrap_weights(bootstrap, n, self.n_bootstrap, rng, self.statistic)
             null = xp_linear_forms(*device, V, max_memory=self.max_memory)
             if self.statistic == "v":
                 null += (V * V) @ sums.diag
@@ -1168,19 +1184,19 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             # fits, else full rows by blocks
             kernel = (second_moment_upper(X, S, parts) if 8 * n * n <= self.max_memory
                       else second_moment_blocks(X, S, self.max_memory, parts))
-            null = bootstrap_null(kernel, self.bootstrap, self.n_bootstrap, rng,
+            null = bootstrap_null(kernel, bootstrap, self.n_bootstrap, rng,
                                   statistic=self.statistic, diag=sums.diag, n=n)
         return self._whole_result(
-            sums.statistic(self.statistic), null, alpha, X.shape[0], SECOND,
+            sums.statistic(self.statistic), null, alpha, X.shape[0], SECOND, bootstrap,
             f"second moments of all {X.shape[0]} samples (linear Stein kernel, "
-            f"{self.bootstrap} bootstrap)")
+            f"{bootstrap} bootstrap)")
 
-    def _whole_result(self, stat, null, alpha, n, label, method):
+    def _whole_result(self, stat, null, alpha, n, label, bootstrap, method):
         pvalue = bootstrap_pvalue(stat, null)
         return GOFTestResult(
             statistic=float(stat), pvalue=float(pvalue),
             threshold=bootstrap_threshold(null, alpha), reject=bool(pvalue <= alpha),
-            method=method + ")", alpha=float(alpha), n_samples=n, bootstrap=self.bootstrap,
+            method=method + ")", alpha=float(alpha), n_samples=n, bootstrap=bootstrap,
             n_bootstrap=int(self.n_bootstrap), bandwidth=np.full(1, np.nan),
             null_distribution=null, labels=(label,))
 
@@ -1327,52 +1343,76 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         # under any dependence)
         alpha = self.alpha * POOLED_SHARES[0] if pooled else self.alpha
         X, S, device = self._whole_sample(X)
+        bootstrap = self._bootstrap_kind(X.shape[0])
         # device data: the learning on the host copies holds BLAS at one thread, as for
         # NumPy data (the decorator of test leaves device arrays alone)
         with single_blas() if device is not None else nullcontext():
-            return self._test_parts(X, S, device, prep_rng, boot_rng, alpha, pooled, rng)
+            return self._test_parts(X, S, device, prep_rng, boot_rng, alpha, pooled, rng,
+                                    bootstrap)
 
-    def _test_parts(self, X, S, device, prep_rng, boot_rng, alpha, pooled, rng):
-        """:meth:`_test` after :meth:`_whole_sample`."""
+    def _bootstrap_kind(self, n):
+        """The bootstrap that :meth:`test` draws for a sample of ``n`` points: ``bootstrap``,
+        or for ``"auto"`` the Rademacher one where the learned statistics are tested on
+        fewer than :data:`AUTO_RADEMACHER_BELOW` points (the part of a split not learned
+        on, each of the ``cv`` folds, a fitted test's input), else the multinomial one."""
+        if self.bootstrap != "auto":
+            return self.bootstrap
+        if is_fitted(self):
+            tested = n
+        elif self._cross_fitted():
+            tested = n // check_cv(self.cv)
+        else:
+            tested = n - train_count(self.train_size, n)
+        return "rademacher" if tested < AUTO_RADEMACHER_BELOW else "multinomial"
+
+    def _test_parts(self, X, S, device, prep_rng, boot_rng, alpha, pooled, rng, bootstrap):
+        """:meth:`_test` after :meth:`_whole_sample`, with draws of the kind ``bootstrap``."""
         if self._cross_fitted():
-            result = self._crossfit_test(X, prep_rng, boot_rng, alpha, S, device)
+            result = self._crossfit_test(X, prep_rng, boot_rng, alpha, S, device, bootstrap)
         else:
             Xp, Sp, specs = self._prepare(X, prep_rng, S)
-            result = self._bootstrap_test(Xp, Sp, specs, boot_rng, alpha, device)
+            result = self._bootstrap_test(Xp, Sp, specs, boot_rng, alpha, device, bootstrap)
         if not pooled:
             return result
         fourth_rng, second_rng = rng.spawn(2)
-        whole = [self._pooled_second(X, S, second_rng, self.alpha * POOLED_SHARES[1], device),
-                 self._pooled_fourth(X, S, fourth_rng, self.alpha * POOLED_SHARES[2])]
+        whole = [self._pooled_second(X, S, second_rng, self.alpha * POOLED_SHARES[1],
+                                     bootstrap, device),
+                 self._pooled_fourth(X, S, fourth_rng, self.alpha * POOLED_SHARES[2],
+                                     bootstrap)]
         return pooled_result(result, whole, self.alpha, folds=self._cross_fitted())
 
-    def _crossfit_test(self, X, prep_rng, boot_rng, alpha=None, S=None, device=None):
+    def _crossfit_test(self, X, prep_rng, boot_rng, alpha=None, S=None, device=None,
+                       bootstrap=None):
         """The cross-fitted test at ``alpha``: one test per fold, their p-values combined
-        (``device``: see :meth:`_whole_sample`)."""
+        (``device``: see :meth:`_whole_sample`; ``bootstrap``: the kind of the draws,
+        :meth:`_bootstrap_kind` of ``X`` when None)."""
         alpha = self.alpha if alpha is None else alpha
         self._check_common_params()
         combine = check_choice(self.combine, "combine", COMBINATIONS)
         parts = self._prepare_folds(X, prep_rng, S)
         # Bonferroni: each fold tested at alpha / K, so that its threshold is the combination's
         level = alpha / len(parts) if combine == "bonferroni" else alpha
-        results = [self._bootstrap_test(Xk, Sk, specs, rng, level, device)
+        bootstrap = self._bootstrap_kind(X.shape[0]) if bootstrap is None else bootstrap
+        results = [self._bootstrap_test(Xk, Sk, specs, rng, level, device, bootstrap)
                    for (Xk, Sk, specs), rng in zip(parts, boot_rng.spawn(len(parts)))]
         return crossfit_result(results, combine, alpha)
 
-    def _bootstrap_test(self, X, S, specs, boot_rng, alpha=None, device=None):
+    def _bootstrap_test(self, X, S, specs, boot_rng, alpha=None, device=None, bootstrap=None):
         """The bootstrap test of the statistics ``specs`` on ``X`` (aggregated if several).
 
         With ``device`` (:meth:`_whole_sample`), the sliced statistics' sums and forms are
-        computed on its device, from ``X`` and ``S`` copied there."""
+        computed on its device, from ``X`` and ``S`` copied there. ``bootstrap``: the kind
+        of the draws (None: that of a fitted test of ``X``, :meth:`_bootstrap_kind`)."""
         alpha = self.alpha if alpha is None else alpha
         n = X.shape[0]
-        V = bootstrap_weights(self.bootstrap, n, self.n_bootstrap, boot_rng, self.statistic)
+        bootstrap = self._bootstrap_kind(n) if bootstrap is None else bootstrap
+        V = bootstrap_weights(bootstrap, n, self.n_bootstrap, boot_rng, self.statistic)
         sums, nulls, rows_all, labels = [], [], [], []
         for name, G, R, rows in specs:
             if rows is None:  # a moment candidate: the bootstrap-t of its terms' mean
                 xi = _linear_terms(name, G, R, X, S)
                 sums.append(StudentisedMean(xi))
-                nulls.append(studentised_null(xi, V, self.bootstrap)[:, None])
+                nulls.append(studentised_null(xi, V, bootstrap)[:, None])
                 rows_all.append(None)
                 labels.append(name)
                 continue
@@ -1398,8 +1438,8 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             null += (V * V) @ np.stack([s.diag for s in sums], axis=1)
         stats = np.array([s.statistic(self.statistic) for s in sums])
         method = (f"maxSKSD-{self.variant} ({self.kernel}, {self.statistic}-statistic, "
-                  f"{self.bootstrap} bootstrap")
-        common = dict(alpha=float(alpha), n_samples=n, bootstrap=self.bootstrap,
+                  f"{bootstrap} bootstrap")
+        common = dict(alpha=float(alpha), n_samples=n, bootstrap=bootstrap,
                       n_bootstrap=int(self.n_bootstrap))
         if len(stats) == 1:
             pvalue = bootstrap_pvalue(stats[0], null[:, 0])
