@@ -111,7 +111,8 @@ def combine_pvalues(pvalues, method="bonferroni"):
     check_choice(method, "combine", COMBINATIONS)
     p = np.asarray(pvalues, dtype=np.float64).ravel()
     if p.size == 0 or not np.all((p >= 0) & (p <= 1)):
-        raise ValueError(f"pvalues must be a non-empty array of values in [0, 1], got {pvalues!r}.")
+        raise ValueError(f"pvalues must be a non-empty array of values in [0, 1], "
+                         f"got {pvalues!r}.")
     K = p.size
     if K == 1:
         return float(p[0])
