@@ -78,10 +78,12 @@ def namespace_of(X, name="X"):
 
 
 def check_same_namespace(xp, X, value, name, reference="X"):
-    """``value`` unchanged when it lives with ``X`` (same namespace and device), else an error.
+    """``value`` unchanged when it lives with ``X`` (same namespace and device) and is
+    real, else an error naming ``name``.
 
     ``xp`` is ``namespace_of(X)`` (None: ``X`` is on the host, and then ``value``
-    must not be a device array).
+    must not be a device array; host values are checked where they are converted,
+    :func:`~skstein._validation.refuse_complex`).
     """
     import array_api_compat
 
@@ -99,6 +101,10 @@ def check_same_namespace(xp, X, value, name, reference="X"):
         raise ValueError(f"{name} returned an array on {array_api_compat.device(value)} for "
                          f"{reference} on {array_api_compat.device(X)}: both must be on one "
                          "device.")
+    if xp.isdtype(value.dtype, "complex floating"):  # refused, as on the host
+        raise ValueError(f"{name} returned complex values (dtype {value.dtype}): complex data "
+                         f"are not supported; it must return an array of real floats of the "
+                         f"shape of {reference}.")
     return value
 
 

@@ -11,7 +11,7 @@ import pytest
 import sklearn
 
 from skstein import (FSSDTest, KSDTest, LinearKSDTest, MaxSKSDTest, MMDGOFTest, RelativeKSDTest,
-                     RelativeMMDTest, RFSDTest, max_sksd, search_directions)
+                     RelativeMMDTest, RFSDTest, SlicedSVGD, SVGD, max_sksd, search_directions)
 from skstein.discrepancy import ksd, ksd_power_criterion, stein_matrix
 from skstein.distributions import Categorical, Gaussian
 
@@ -126,6 +126,12 @@ def test_mixed_namespaces_are_named(dispatch):
         KSDTest(lambda Z: Z / 0.0, random_state=0).test(Xs)
     with pytest.raises(ValueError, match="contains NaN"):
         KSDTest(StrictScore(3), random_state=0).test(xs.asarray(np.full((5, 3), np.nan)))
+    with pytest.raises(ValueError, match="the score of model returned complex values"):
+        KSDTest(lambda Z: xs.astype(-Z, xs.complex128), random_state=0).test(Xs)
+    with pytest.raises(ValueError, match="the score of target returned complex values"):
+        SVGD(lambda Z: xs.astype(-Z, xs.complex128), n_iter=1).fit(Xs)
+    with pytest.raises(ValueError, match="the score of target returned complex values"):
+        SlicedSVGD(lambda Z: xs.astype(-Z, xs.complex128), n_iter=1).fit(Xs)
     with pytest.raises(ValueError, match="X must be a NumPy array for a discrete model"):
         KSDTest(Categorical(np.full((2, 3), 1 / 3)), random_state=0).test(
             xs.asarray(np.zeros((10, 2), dtype=np.int64)))
