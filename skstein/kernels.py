@@ -579,24 +579,29 @@ def blind_kernels(X, kernels, max_points=1000):
     return blind_at(X)
 
 
-def warn_vanishing_kernels(X, kernels, name="bandwidth", max_points=1000):
+def warn_vanishing_kernels(X, kernels, name="bandwidth", max_points=1000, advice=None):
     """Warn when every kernel vanishes between every two distinct rows of ``X``.
 
     A bandwidth far below the distances between the samples (a float on the wrong
-    scale) leaves a Stein kernel whose off-diagonal terms are all zero: the statistic
-    and its null are then zero and the p-value is one, whatever the data (see
-    :func:`blind_kernels`). Returns whether it warned.
+    scale, or bandwidths fitted to data of a far smaller scale) leaves a Stein kernel
+    whose off-diagonal terms are all zero: the statistic and its null are then zero
+    and the p-value is one, whatever the data (see :func:`blind_kernels`). ``advice``
+    ends the message (default: use a bandwidth rule, or one on the data's scale).
+    Returns whether it warned.
     """
     blind, t = blind_kernels(X, kernels, max_points)
     if blind.all():
         h = [k.bandwidth for k in kernels]
         n = min(np.shape(X)[0], max_points)
         warnings.warn(
-            f"{name}={h[0] if len(h) == 1 else h!r} is far below the distances between the "
+            (f"{name}={h[0]:.3g}" if len(h) == 1 else
+             f"{name} (from {min(h):.3g} to {max(h):.3g})") +
+            " is far below the distances between the "
             f"samples (the closest two of {n} are {np.sqrt(t):.3g} apart): the "
             f"kernel is below {VANISHING_KERNEL:g} of its peak between every two distinct "
-            "points, so the test cannot see anything. Use bandwidth='aggregate' or "
-            "'median', or a bandwidth on the scale of the data.", UserWarning,
+            "points, so the test cannot see anything. " + (
+                advice or "Use bandwidth='aggregate' or 'median', or a bandwidth on the "
+                "scale of the data."), UserWarning,
             stacklevel=caller_stacklevel())
         return True
     return False

@@ -207,6 +207,21 @@ def test_scores_with_tied_norms_give_no_warning():
     assert np.isfinite(res.statistic) and 0 <= res.pvalue <= 1
 
 
+@pytest.mark.parametrize("kw", [dict(), dict(bandwidth="median"), dict(whiten="aggregate")])
+def test_a_fitted_test_warns_on_data_its_kernels_cannot_see(rng, kw):
+    # bandwidths fitted on one scale, X on a far larger one: statistic 0 and p-value 1
+    # whatever X is; said, not silent. On X of the fitted scale: no warning
+    model = Gaussian(np.zeros(3))
+    X = rng.standard_normal((200, 3))
+    test = KSDTest(model, n_bootstrap=50, random_state=0, **kw).fit(X)
+    with pytest.warns(UserWarning, match="bandwidth_.* X lies on a scale far above"):
+        res = test.test(X * 1e6)
+    assert res.statistic == 0.0 and res.pvalue == 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        test.test(X * 3.0)
+
+
 def test_a_bandwidth_far_below_the_sample_distances_warns(rng):
     X = rng.laplace(size=(300, 2))
     model = Gaussian(np.zeros(2))
@@ -217,7 +232,7 @@ def test_a_bandwidth_far_below_the_sample_distances_warns(rng):
     assert res.statistic == 0.0 and res.pvalue == 1.0
     with pytest.warns(UserWarning, match="closest two of 300 are"):
         KSDTest(model, bandwidth=1.0, random_state=0).fit(X * 1e4)
-    with pytest.warns(UserWarning, match=r"bandwidth=\[0.0001, 0.001\]"):
+    with pytest.warns(UserWarning, match=r"bandwidth \(from 0.0001 to 0.001\)"):
         KSDTest(model, bandwidth=[1e-4, 1e-3], random_state=0).test(X)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

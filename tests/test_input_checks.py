@@ -210,3 +210,20 @@ def test_relative_ksd_n_slices_checked_for_ksd(n_slices):
 def test_max_sksd_return_pairs_must_be_a_bool():
     with pytest.raises(TypeError, match="return_pairs"):
         max_sksd(X, G, return_pairs="yes")
+
+
+def test_power_criterion_of_terms_whose_variance_overflows():
+    # row means of 1e300: their variance overflows; the criterion is the same ratio as
+    # for the row means divided by 1e300 (eps negligible), not 0, and warns of nothing
+    from skstein.discrepancy import SteinSums
+
+    r = np.array([1.0, 2.0, 3.0, 6.0])
+    small = SteinSums(n=4, offdiag_sum=float(r.sum() * 3), diag=np.zeros(4), rowsums=r * 3)
+    huge = SteinSums(n=4, offdiag_sum=float(r.sum() * 3e300), diag=np.zeros(4),
+                     rowsums=r * 3e300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value = huge.power_criterion()
+        far = ksd_power_criterion(X * 1e150, G)
+    assert value == pytest.approx(small.power_criterion(), rel=1e-9)
+    assert np.isfinite(far) and far > 0

@@ -1,13 +1,16 @@
 """The finite set Stein discrepancy (FSSD) goodness-of-fit test."""
 
 import numbers
+import warnings
 
 import numpy as np
 from scipy.optimize import minimize
+from scipy.spatial.distance import cdist
 from sklearn.base import BaseEstimator
 
 from .._random import as_generator
 from .._validation import (
+    caller_stacklevel,
     check_bool,
     check_choice,
     check_positive_float,
@@ -25,7 +28,7 @@ from ..features import (
     fssd_power_criterion,
     gaussian_locations,
 )
-from ..kernels import KERNELS, check_bandwidth, make_kernel
+from ..kernels import KERNELS, VANISHING_KERNEL, check_bandwidth, make_kernel
 from ._base import (BaselineTestMixin, is_fitted, on_training_part, split_sample,
                     train_count)
 from ._common import SampleTestMethods, simulated_null_result
@@ -291,6 +294,8 @@ class FSSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         rng = as_generator(self.random_state)
         prep_rng, null_rng = rng.spawn(2)
         X, S, V, kern = self._prepare(X, prep_rng)
+        if is_fitted(self):
+            _warn_far_from_locations(X, V, kern)
         n = X.shape[0]
         mom = fssd_moments(X, S, V, kern, max_memory=self.max_memory)
         stat = mom.ustat()
@@ -311,3 +316,19 @@ class FSSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         X, S, V, kern = self._prepare(X, as_generator(self.random_state).spawn(2)[0])
         mom = fssd_moments(X, S, V, kern, max_memory=self.max_memory)
         return float(fssd_power_criterion(mom, self.reg))
+
+
+def _warn_far_from_locations(X, V, kern):
+    """Warn when the kernel vanishes between every row of ``X`` and every location of
+    ``V`` (below :data:`~skstein.kernels.VANISHING_KERNEL` of its peak): the features
+    are then all zero and the test returns statistic 0 and p-value 1 whatever ``X`` is
+    (locations and bandwidth fitted on data of a far smaller scale)."""
+    t = float(cdist(X, V, "sqeuclidean").min())
+    peak = float(kern.profile(np.zeros(1))[0][0])
+    if float(kern.profile(np.array([t]))[0][0]) < VANISHING_KERNEL * peak:
+        warnings.warn(
+            f"the fitted kernel (bandwidth_={kern.bandwidth:.3g}) is below "
+            f"{VANISHING_KERNEL:g} of its peak between every row of X and every test "
+            f"location (the closest are {np.sqrt(t):.3g} apart), so the test cannot see "
+            "anything: X lies far from the data the test was fitted on; rescale X, or fit "
+            "the test on data of X's scale.", UserWarning, stacklevel=caller_stacklevel())
