@@ -263,7 +263,8 @@ def _spectral_start(X, S, variant, m, orthogonal_slices):
     d = X.shape[1]
     M = stein_moment_matrix(X, S)
     if variant == "g":
-        norms = np.linalg.norm(M, axis=1)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow: the ascent's error
+            norms = np.linalg.norm(M, axis=1)
         G = np.where(norms[:, None] > 0, M / np.where(norms > 0, norms, 1.0)[:, None], np.eye(d))
         return np.ascontiguousarray(G), np.eye(d)
     evals, evecs = np.linalg.eigh(M)

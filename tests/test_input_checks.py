@@ -11,6 +11,7 @@ from skstein import (
     FSSDTest,
     KSDTest,
     LinearKSDTest,
+    MaxSKSDTest,
     RelativeKSDTest,
     SlicedSVGD,
     ksd,
@@ -227,3 +228,14 @@ def test_power_criterion_of_terms_whose_variance_overflows():
         far = ksd_power_criterion(X * 1e150, G)
     assert value == pytest.approx(small.power_criterion(), rel=1e-9)
     assert np.isfinite(far) and far > 0
+
+
+@pytest.mark.parametrize("variant", ["g", "rg"])
+def test_overflowing_data_raise_one_error_without_warnings(variant):
+    # data at 1e150: the Stein moments of the direction search's starts overflow; the
+    # error names X, and no overflow warning leaks before it
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="not finite on X"):
+            MaxSKSDTest(G, variant=variant, n_bootstrap=20, max_iter=2,
+                        random_state=0).test(X * 1e150)
