@@ -772,8 +772,8 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         correlated 2-D Gaussian at N = 80 / 100 (3000 trials, bound 0.062), within the
         bound from 150 points on in every case; with the Rademacher ones 0.025-0.058.
         On models and seeds that had no part in choosing the size (1000 null trials
-        each, N = 90-130), the default rejected 0.034-0.056, the multinomial draws
-        0.048-0.078. User guide: "Small samples: which bootstrap".
+        each, D = 2-50, N = 90-150), the default rejected 0.033-0.056, the multinomial
+        draws 0.048-0.078. User guide: "Small samples: which bootstrap".
     n_bootstrap : int, default=1000
     alpha : float, default=0.05
     random_state : None, int or numpy.random.Generator, default=None
