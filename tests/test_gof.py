@@ -7,7 +7,8 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
 from conftest import std_normal_score
-from skstein import GOFTestResult, HeavyTailWarning, KSDTest, ksd, ksd_power_criterion
+from skstein import (FSSDTest, GOFTestResult, HeavyTailWarning, KSDTest, ksd,
+                     ksd_power_criterion)
 from skstein.distributions import Categorical, Gaussian, Laplace, gaussian_diffusion
 from skstein.experiments import rejection_rate
 
@@ -207,14 +208,20 @@ def test_scores_with_tied_norms_give_no_warning():
     assert np.isfinite(res.statistic) and 0 <= res.pvalue <= 1
 
 
-@pytest.mark.parametrize("kw", [dict(), dict(bandwidth="median"), dict(whiten="aggregate")])
-def test_a_fitted_test_warns_on_data_its_kernels_cannot_see(rng, kw):
-    # bandwidths fitted on one scale, X on a far larger one: statistic 0 and p-value 1
-    # whatever X is; said, not silent. On X of the fitted scale: no warning
+@pytest.mark.parametrize("make", [
+    lambda m: KSDTest(m, n_bootstrap=50, random_state=0),
+    lambda m: KSDTest(m, bandwidth="median", n_bootstrap=50, random_state=0),
+    lambda m: KSDTest(m, whiten="aggregate", n_bootstrap=50, random_state=0),
+    lambda m: FSSDTest(m, random_state=0),
+    lambda m: FSSDTest(m, optimize=True, random_state=0),
+], ids=["ksd-aggregate", "ksd-median", "ksd-whiten", "fssd", "fssd-opt"])
+def test_a_fitted_test_warns_on_data_its_kernels_cannot_see(rng, make):
+    # bandwidths (and locations) fitted on one scale, X on a far larger one: statistic 0
+    # and p-value 1 whatever X is; said, not silent. On X of the fitted scale: no warning
     model = Gaussian(np.zeros(3))
     X = rng.standard_normal((200, 3))
-    test = KSDTest(model, n_bootstrap=50, random_state=0, **kw).fit(X)
-    with pytest.warns(UserWarning, match="bandwidth_.* X lies on a scale far above"):
+    test = make(model).fit(X)
+    with pytest.warns(UserWarning, match="bandwidth_.*cannot see anything.*X lies"):
         res = test.test(X * 1e6)
     assert res.statistic == 0.0 and res.pvalue == 1.0
     with warnings.catch_warnings():
