@@ -1382,31 +1382,26 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
                                      bootstrap)]
         return pooled_result(result, whole, self.alpha, folds=self._cross_fitted())
 
-    def _crossfit_test(self, X, prep_rng, boot_rng, alpha=None, S=None, device=None,
-                       bootstrap=None):
+    def _crossfit_test(self, X, prep_rng, boot_rng, alpha, S, device, bootstrap):
         """The cross-fitted test at ``alpha``: one test per fold, their p-values combined
         (``device``: see :meth:`_whole_sample`; ``bootstrap``: the kind of the draws,
-        :meth:`_bootstrap_kind` of ``X`` when None)."""
-        alpha = self.alpha if alpha is None else alpha
+        :meth:`_bootstrap_kind`)."""
         self._check_common_params()
         combine = check_choice(self.combine, "combine", COMBINATIONS)
         parts = self._prepare_folds(X, prep_rng, S)
         # Bonferroni: each fold tested at alpha / K, so that its threshold is the combination's
         level = alpha / len(parts) if combine == "bonferroni" else alpha
-        bootstrap = self._bootstrap_kind(X.shape[0]) if bootstrap is None else bootstrap
         results = [self._bootstrap_test(Xk, Sk, specs, rng, level, device, bootstrap)
                    for (Xk, Sk, specs), rng in zip(parts, boot_rng.spawn(len(parts)))]
         return crossfit_result(results, combine, alpha)
 
-    def _bootstrap_test(self, X, S, specs, boot_rng, alpha=None, device=None, bootstrap=None):
+    def _bootstrap_test(self, X, S, specs, boot_rng, alpha, device, bootstrap):
         """The bootstrap test of the statistics ``specs`` on ``X`` (aggregated if several).
 
         With ``device`` (:meth:`_whole_sample`), the sliced statistics' sums and forms are
         computed on its device, from ``X`` and ``S`` copied there. ``bootstrap``: the kind
-        of the draws (None: that of a fitted test of ``X``, :meth:`_bootstrap_kind`)."""
-        alpha = self.alpha if alpha is None else alpha
+        of the draws (:meth:`_bootstrap_kind`)."""
         n = X.shape[0]
-        bootstrap = self._bootstrap_kind(n) if bootstrap is None else bootstrap
         V = bootstrap_weights(bootstrap, n, self.n_bootstrap, boot_rng, self.statistic)
         sums, nulls, rows_all, labels = [], [], [], []
         for name, G, R, rows in specs:
