@@ -4,7 +4,8 @@ from scipy import stats
 
 from skstein import KSDTest
 from skstein._numba import numba_threads
-from skstein.distributions import GaussBernRBM, Gaussian, Laplace, StudentT, gaussian_diffusion
+from skstein.distributions import (AffineTransformed, GaussBernRBM, Gaussian, Laplace, StudentT,
+                                   gaussian_diffusion)
 
 
 def _fd_grad(logpdf, X, eps=1e-6):
@@ -30,6 +31,8 @@ MODELS = [
     Laplace(3, loc=0.5),
     StudentT(3, df=5, scale=1.5),
     _rbm(dx=3, dh=2),
+    AffineTransformed(StudentT(3, df=4), np.linalg.qr(np.arange(9.0).reshape(3, 3) ** 1.5)[0],
+                      [0.5, 0.0, -1.0]),
 ]
 
 
@@ -61,6 +64,41 @@ def test_product_distributions_match_scipy():
     t = StudentT(2, df=5, loc=1.0, scale=2.0)
     np.testing.assert_allclose(t.logpdf(X), stats.t(5, loc=1.0, scale=2.0).logpdf(X).sum(1))
     assert t.rvs(40000, random_state=0).var() == pytest.approx(4 * 5 / 3, rel=0.08)
+
+
+def test_affine_matrix_form_is_the_linearly_mapped_gaussian():
+    # y = A x + b ~ N(0, I) means x ~ N(-A^{-1} b, (A^T A)^{-1})
+    rng = np.random.default_rng(3)
+    A, b = rng.standard_normal((3, 3)) + 2 * np.eye(3), rng.standard_normal(3)
+    model = AffineTransformed(Gaussian(np.zeros(3)), A, b)
+    mean, cov = -np.linalg.solve(A, b), np.linalg.inv(A.T @ A)
+    exact = Gaussian(mean, cov)
+    X = rng.standard_normal((10, 3))
+    np.testing.assert_allclose(model.logpdf(X), exact.logpdf(X), rtol=1e-12)
+    np.testing.assert_allclose(model.grad_logpdf(X), exact.grad_logpdf(X), rtol=1e-10)
+    Y = model.rvs(40000, random_state=0)
+    np.testing.assert_allclose(Y.mean(0), mean, atol=4 * np.sqrt(np.diag(cov) / 40000).max())
+    np.testing.assert_allclose(np.cov(Y.T), cov, atol=0.05 * np.abs(cov).max())
+    # the elementwise form is the diagonal matrix
+    diag = AffineTransformed(Laplace(3), np.diag([2.0, -0.5, 1.0]), b)
+    elem = AffineTransformed(Laplace(3), [2.0, -0.5, 1.0], b)
+    np.testing.assert_allclose(diag.logpdf(X), elem.logpdf(X), rtol=1e-12)
+    np.testing.assert_allclose(diag.grad_logpdf(X), elem.grad_logpdf(X), rtol=1e-12)
+    np.testing.assert_allclose(diag.rvs(5, random_state=1), elem.rvs(5, random_state=1))
+
+
+@pytest.mark.parametrize("scale, shift, match", [
+    (np.ones((3, 2)), 0.0, r"scale as a matrix must have shape \(3, 3\)"),
+    (np.ones(4), 0.0, r"scale must be a number or have shape \(3,\)"),
+    (np.ones((3, 3)), 0.0, "scale as a matrix must be invertible"),
+    ([1.0, 0.0, 1.0], 0.0, "scale must be non-zero"),
+    (1.0, np.ones(2), r"shift must be a number or have shape \(3,\)"),
+    (1.0, [0.0, np.nan, 0.0], "scale and shift must be finite"),
+    (["a", "b", "c"], 0.0, "scale must be real numbers"),
+])
+def test_affine_transformed_rejects_bad_maps(scale, shift, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        AffineTransformed(Gaussian(np.zeros(3)), scale, shift)
 
 
 def test_rbm_gibbs_sampler_matches_exact_moments():

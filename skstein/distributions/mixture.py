@@ -131,19 +131,25 @@ class GaussianMixture(Distribution):
 
 
 class AffineTransformed(Distribution):
-    r"""The distribution of :math:`x` when :math:`y = a \odot x + b` follows ``base``.
+    r"""The distribution of :math:`x` when :math:`y = a \odot x + b` (or :math:`y = A x + b`)
+    follows ``base``.
 
     The change of variables gives :math:`\log p_x(x) = \log p_y(a \odot x + b) +
     \sum_d \log|a_d|` and, by the chain rule, :math:`\nabla\log p_x(x) = a \odot
-    \nabla\log p_y(a \odot x + b)`. This is the model of a scikit-learn ``Pipeline``
-    of elementwise-affine scalers ending in a density estimator.
+    \nabla\log p_y(a \odot x + b)`; with a square matrix :math:`A`, :math:`\log p_x(x)
+    = \log p_y(A x + b) + \log|\det A|` and :math:`\nabla\log p_x(x) = A^\top
+    \nabla\log p_y(A x + b)`. The elementwise form is the model of a scikit-learn
+    ``Pipeline`` of elementwise-affine scalers ending in a density estimator; the matrix
+    form turns a model with independent coordinates (:class:`StudentT`, :class:`Laplace`)
+    into one whose heavy tails lie along any directions: with :math:`A = W^\top` for an
+    orthogonal :math:`W`, :math:`x = W (y - b)`.
 
     Parameters
     ----------
     base : distribution
         The distribution of :math:`y`.
-    scale : array-like of shape (dim,)
-        :math:`a` (non-zero).
+    scale : array-like of shape (dim,) or (dim, dim)
+        :math:`a` (non-zero), or the invertible matrix :math:`A`.
     shift : array-like of shape (dim,)
         :math:`b`.
 
@@ -154,28 +160,63 @@ class AffineTransformed(Distribution):
     """
 
     def __init__(self, base, scale, shift):
-        scale = np.asarray(scale, dtype=np.float64)
-        shift = np.asarray(shift, dtype=np.float64)
+        scale = np.asarray(scale)
+        shift = np.asarray(shift)
+        for name, value in (("scale", scale), ("shift", shift)):
+            if value.dtype.kind not in "biuf":
+                raise TypeError(f"{name} must be real numbers, got dtype {value.dtype}.")
+        scale = scale.astype(np.float64)
+        shift = shift.astype(np.float64)
         dim = getattr(base, "dim", None)
         if dim is None:
-            dim = scale.size
-        scale = np.broadcast_to(scale, (dim,)).copy()
+            dim = scale.shape[0] if scale.ndim else shift.size
+        dim = int(dim)
+        if scale.ndim == 2:
+            if scale.shape != (dim, dim):
+                raise ValueError(f"scale as a matrix must have shape ({dim}, {dim}), the "
+                                 f"base's dimension, got {scale.shape}.")
+        elif scale.ndim > 2 or (scale.ndim == 1 and scale.size not in (1, dim)):
+            raise ValueError(f"scale must be a number or have shape ({dim},) or ({dim}, "
+                             f"{dim}), got shape {scale.shape}.")
+        if shift.ndim > 1 or (shift.ndim == 1 and shift.size not in (1, dim)):
+            raise ValueError(f"shift must be a number or have shape ({dim},), got shape "
+                             f"{shift.shape}.")
+        if not (np.all(np.isfinite(scale)) and np.all(np.isfinite(shift))):
+            raise ValueError("scale and shift must be finite.")
+        if scale.ndim < 2:
+            scale = np.broadcast_to(scale, (dim,)).copy()
+            if np.any(scale == 0):
+                raise ValueError("scale must be non-zero.")
+            self._logdet = float(np.sum(np.log(np.abs(scale))))
+        else:
+            sign, logdet = np.linalg.slogdet(scale)
+            # a matrix is taken as invertible when its inverse keeps some digits
+            if sign == 0 or np.linalg.cond(scale) > 1e12:
+                raise ValueError("scale as a matrix must be invertible (condition number "
+                                 "below 1e12).")
+            self._logdet = float(logdet)
+            scale = scale.copy()
         shift = np.broadcast_to(shift, (dim,)).copy()
-        if np.any(scale == 0) or not (np.all(np.isfinite(scale)) and np.all(np.isfinite(shift))):
-            raise ValueError("scale must be finite and non-zero and shift finite.")
-        self.base, self.scale, self.shift, self.dim = base, scale, shift, int(dim)
+        self.base, self.scale, self.shift, self.dim = base, scale, shift, dim
 
     def _forward(self, X):
+        if self.scale.ndim == 2:
+            return X @ self.scale.T + self.shift
         return X * self.scale + self.shift
 
     def _grad_logpdf(self, X):
-        return self.scale * self.base.grad_logpdf(self._forward(X))
+        G = self.base.grad_logpdf(self._forward(X))
+        if self.scale.ndim == 2:
+            return G @ self.scale
+        return self.scale * G
 
     def _logpdf(self, X):
-        return self.base.logpdf(self._forward(X)) + np.sum(np.log(np.abs(self.scale)))
+        return self.base.logpdf(self._forward(X)) + self._logdet
 
     def _rvs(self, n, rng):
         Y = np.asarray(self.base.rvs(n, random_state=rng), dtype=np.float64)
+        if self.scale.ndim == 2:
+            return np.linalg.solve(self.scale, (Y - self.shift).T).T
         return (Y - self.shift) / self.scale
 
     def __repr__(self):
