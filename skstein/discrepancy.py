@@ -124,6 +124,18 @@ class SteinSums:
         # a finite row sum has finite terms: an overflow anywhere shows in the sums
         check_stein_finite(self.offdiag_sum, self.rowsums, self.diag)
 
+    def __add__(self, other):
+        """The sums of the kernel :math:`h(x, y) + h(x', y')` on the pairs :math:`(x_i,
+        x'_i)` of two passes over samples of one size, row ``i`` with row ``i`` (the
+        matrix, where both hold it, added too)."""
+        if not isinstance(other, SteinSums):
+            return NotImplemented
+        if other.n != self.n:
+            raise ValueError(f"Stein sums of {self.n} and {other.n} samples do not pair.")
+        upper = None if self.upper is None or other.upper is None else self.upper + other.upper
+        return SteinSums(self.n, self.offdiag_sum + other.offdiag_sum, self.diag + other.diag,
+                         self.rowsums + other.rowsums, upper)
+
     def statistic(self, kind="u"):
         if kind == "u":
             return self.offdiag_sum / (self.n * (self.n - 1))

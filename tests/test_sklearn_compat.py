@@ -2,7 +2,7 @@
 
 Every class of skstein that derives from scikit-learn's ``BaseEstimator`` is here: the
 goodness-of-fit tests (``KSDTest`` with a continuous and with a discrete model,
-``MaxSKSDTest`` in both variants, ``FSSDTest``, ``LinearKSDTest``, ``RFSDTest``,
+``MaxSKSDTest`` in both variants, ``PerturbedKSDTest``, ``FSSDTest``, ``LinearKSDTest``, ``RFSDTest``,
 ``MMDGOFTest``), the relative tests (``RelativeKSDTest`` with the KSD, the maxSKSD and
 a discrete operator, ``RelativeMMDTest``), the samplers (``SVGD``, ``SlicedSVGD``), the
 regressor ``BNNRegressor`` and
@@ -44,6 +44,7 @@ from skstein import (
     LinearKSDTest,
     MaxSKSDTest,
     MMDGOFTest,
+    PerturbedKSDTest,
     RelativeKSDTest,
     RelativeMMDTest,
     RFSDTest,
@@ -56,6 +57,16 @@ from skstein.learning import KSDLoss, MaxSKSDLoss
 def shifted_normal_score(X):
     """Score of N(0.5, I) in any dimension."""
     return 0.5 - np.asarray(X, dtype=np.float64)
+
+
+class WidthFreeNormal:
+    """N(0, I) in any dimension, with its log density (up to a constant) and score."""
+
+    def logpdf(self, X):
+        return -0.5 * np.sum(np.asarray(X, dtype=np.float64) ** 2, axis=1)
+
+    def grad_logpdf(self, X):
+        return -np.asarray(X, dtype=np.float64)
 
 
 class WidthFreeCategorical:
@@ -83,6 +94,7 @@ ESTIMATORS = [
     MaxSKSDTest(std_normal_score, variant="g", max_iter=3, n_bootstrap=50, random_state=0),
     MaxSKSDTest(std_normal_score, variant="rg", n_slices=2, init="random", max_iter=3,
                 n_bootstrap=50, random_state=0),
+    PerturbedKSDTest(WidthFreeNormal(), n_steps=2, n_starts=3, n_bootstrap=50, random_state=0),
     FSSDTest(std_normal_score, n_locations=3, n_simulate=50, random_state=0),
     FSSDTest(std_normal_score, n_locations=2, optimize=True, max_iter=5, kernel="imq",
              n_simulate=50, random_state=0),

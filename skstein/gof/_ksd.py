@@ -378,11 +378,14 @@ class LangevinKSD(EstimatorEngine):
          est.bandwidth_weights_) = est._resolve_kernels(self.compute.host(X), rng,
                                                          self.compute.on_device(X))
 
-    def _prepare(self, est, X, rng):
+    def _prepare(self, est, X, rng, companions=()):
         """Validated X, the fitted (or resolved) kernel(s) and the geometries' parts.
 
-        Each part is ``(points, scores, kernels)`` in one geometry: the data and the
-        model's scores, or their whitened images.
+        Each part is ``(points, scores, kernels, companions)`` in one geometry: the data
+        and the model's scores, or their whitened images, and the same for each array of
+        ``companions`` (NumPy arrays of X's shape, paired row by row with X: their Stein
+        sums and forms are added to X's, the statistic of the kernel
+        :math:`h(x, y) + h(x', y')` on the pairs; the kernels are resolved on X alone).
         """
         est._check_common_params()
         est._geometries()
@@ -395,26 +398,40 @@ class LangevinKSD(EstimatorEngine):
             _, kern, labels, white, weights = est._resolve_kernels(
                 self.compute.host(X), rng, self.compute.on_device(X))
         S = self.compute.scores(est.model, X, "model")
+        pairs = [(C, self.compute.scores(est.model, C, "model")) for C in companions]
         kernels = kern if isinstance(kern, tuple) else (kern,)
         parts = []
         for geometry in dict.fromkeys(labels):
             ks = tuple(k for k, g in zip(kernels, labels) if g == geometry)
             if geometry == "whitened":
                 A, B = (self.compute.like(w, X) for w in white)
-                parts.append((X @ A, S @ B, ks))
+                parts.append((X @ A, S @ B, ks, [(C @ A, SC @ B) for C, SC in pairs]))
             else:
-                parts.append((X, S, ks))
+                parts.append((X, S, ks, pairs))
         return X, kern, labels, parts, weights
 
-    def test(self, est, X):
+    def _part_sums(self, est, part, V):
+        """The Stein sums of each kernel of a part and their forms for ``V`` (None: no
+        forms), its companions' added."""
+        Xg, Sg, ks, pairs = part
+        sums, null = self.compute.sums_and_forms(Xg, Sg, ks, V, max_memory=est.max_memory)
+        for Cg, SCg in pairs:
+            more, more_null = self.compute.sums_and_forms(Cg, SCg, ks, V,
+                                                          max_memory=est.max_memory)
+            sums = [a + b for a, b in zip(sums, more)]
+            if V is not None:
+                null = null + more_null
+        return sums, null
+
+    def test(self, est, X, companions=()):
         rng = as_generator(est.random_state)
         bw_rng, boot_rng = rng.spawn(2)
-        X, kern, labels, parts, weights = self._prepare(est, X, bw_rng)
+        X, kern, labels, parts, weights = self._prepare(est, X, bw_rng, companions)
         # kernels fitted on other data: does any see a pair of X? (the first rows settle
         # the usual case; only then is a device sample copied whole)
         if is_fitted(est) and all(blind_kernels(self.compute.host(Xg[:100, :]), ks)[0].all()
                                   and blind_kernels(self.compute.host(Xg), ks)[0].all()
-                                  for Xg, _, ks in parts):
+                                  for Xg, _, ks, _ in parts):
             warn_vanishing_kernels(
                 self.compute.host(parts[0][0]), parts[0][2], "bandwidth_",
                 advice="X lies on a scale far above the data the test was fitted on; "
@@ -422,9 +439,8 @@ class LangevinKSD(EstimatorEngine):
         n = X.shape[0]
         V = bootstrap_draws(est.bootstrap, n, est.n_bootstrap, boot_rng, est.statistic)
         sums, nulls = [], []
-        for Xg, Sg, ks in parts:
-            part_sums, part_null = self.compute.sums_and_forms(Xg, Sg, ks, V,
-                                                               max_memory=est.max_memory)
+        for part in parts:
+            part_sums, part_null = self._part_sums(est, part, V)
             sums += part_sums
             nulls.append(part_null)
         null = nulls[0] if len(nulls) == 1 else np.concatenate(nulls, axis=1)
@@ -432,7 +448,7 @@ class LangevinKSD(EstimatorEngine):
             Vd = dense_weights(V)
             null += (Vd * Vd) @ np.stack([s.diag for s in sums], axis=1)
         stats = np.array([s.statistic(est.statistic) for s in sums])
-        kernels = tuple(k for _, _, ks in parts for k in ks)
+        kernels = tuple(k for _, _, ks, _ in parts for k in ks)
         method = f"KSD ({kernels[0].name}, {est.statistic}-statistic, {est.bootstrap} bootstrap"
         if len(parts) == 1 and labels[0] == "whitened":
             method += ", whitened"
@@ -462,26 +478,25 @@ class LangevinKSD(EstimatorEngine):
         return aggregated_result(stats, null, method, [k.bandwidth for k in kernels],
                                  weights=weights, **common)
 
-    def _all_sums(self, est, X):
-        _, kern, _, parts, _ = self._prepare(est, X, as_generator(est.random_state))
-        sums = [s for Xg, Sg, ks in parts
-                for s in self.compute.sums_and_forms(Xg, Sg, ks, None,
-                                                     max_memory=est.max_memory)[0]]
+    def _all_sums(self, est, X, companions=()):
+        _, kern, _, parts, _ = self._prepare(est, X, as_generator(est.random_state),
+                                             companions)
+        sums = [s for part in parts for s in self._part_sums(est, part, None)[0]]
         return sums, isinstance(kern, tuple)
 
-    def discrepancy(self, est, X):
-        sums, aggregated = self._all_sums(est, X)
+    def discrepancy(self, est, X, companions=()):
+        sums, aggregated = self._all_sums(est, X, companions)
         values = np.array([s.statistic(est.statistic) for s in sums])
         return values if aggregated else float(values[0])
 
-    def score(self, est, X):
-        _, _, _, parts, _ = self._prepare(est, X, as_generator(est.random_state))
+    def score(self, est, X, companions=()):
+        _, _, _, parts, _ = self._prepare(est, X, as_generator(est.random_state), companions)
         best = -np.inf
-        for Xg, Sg, ks in parts:
+        for part in parts:
             # a kernel that sees no pair has criterion 0 whatever the data: the worst
             # score, so that a search never prefers it to a kernel that sees something
-            blind, _ = blind_kernels(self.compute.host(Xg), ks)
-            sums, _ = self.compute.sums_and_forms(Xg, Sg, ks, None, max_memory=est.max_memory)
+            blind, _ = blind_kernels(self.compute.host(part[0]), part[2])
+            sums, _ = self._part_sums(est, part, None)
             for s, b in zip(sums, blind):
                 if not b:
                     best = max(best, float(s.power_criterion()))
