@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import sklearn
 
-from skstein import (FSSDTest, KSDTest, LinearKSDTest, MaxSKSDTest, MMDGOFTest, RelativeKSDTest,
-                     RelativeMMDTest, RFSDTest, SlicedSVGD, SVGD, max_sksd, search_directions)
+from skstein import (FSSDTest, KSDTest, LinearKSDTest, MaxSKSDTest, MMDGOFTest, PerturbedKSDTest,
+                     RelativeKSDTest, RelativeMMDTest, RFSDTest, SlicedSVGD, SVGD, max_sksd,
+                     search_directions)
 from skstein.discrepancy import ksd, ksd_power_criterion, stein_matrix
 from skstein.distributions import Categorical, Gaussian
 
@@ -142,6 +143,11 @@ class _Sampler(StrictScore):
         return np.random.default_rng(random_state).standard_normal((n, self.dim))
 
 
+class _Density(_Sampler):
+    def logpdf(self, X):
+        return -0.5 * np.sum(np.asarray(X, dtype=np.float64) ** 2, axis=1)
+
+
 @pytest.mark.parametrize("call", [
     lambda X: MaxSKSDTest(_Sampler(3), n_bootstrap=20, random_state=0).partial_fit(X),
     lambda X: FSSDTest(_Sampler(3), random_state=0).test(X),
@@ -151,8 +157,10 @@ class _Sampler(StrictScore):
     lambda X: RelativeMMDTest(_Sampler(3), _Sampler(3), random_state=0).test(X),
     lambda X: max_sksd(X, _Sampler(3), directions=np.eye(3), slices=np.eye(3)),
     lambda X: search_directions(X, _Sampler(3), random_state=0),
+    lambda X: PerturbedKSDTest(_Density(3), random_state=0).test(X),
+    lambda X: PerturbedKSDTest(_Density(3), random_state=0).fit(X),
 ], ids=["maxsksd-partial-fit", "fssd", "linear", "rfsd", "mmd", "relative-mmd",
-        "max_sksd", "search_directions"])
+        "max_sksd", "search_directions", "perturbed-test", "perturbed-fit"])
 def test_cpu_only_computations_name_a_device_array(dispatch, call):
     # the estimators and functions without a device path refuse device data by name
     # (scikit-learn's own check failed with "'dtype' must be a dtype")

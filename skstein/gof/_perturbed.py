@@ -37,7 +37,13 @@ from sklearn.base import BaseEstimator
 from .._engines import NumbaEngine
 from .._estimator import is_fitted
 from .._random import as_generator
-from .._validation import check_positive_int, refuse_complex, resolve_score, sklearn_model_hint
+from .._validation import (
+    check_positive_int,
+    check_samples,
+    refuse_complex,
+    resolve_score,
+    sklearn_model_hint,
+)
 from ..discrepancy import DEFAULT_MAX_MEMORY
 from ._base import SteinTestMixin, on_training_part, split_indices
 from ._common import SampleTestMethods
@@ -295,13 +301,28 @@ class PerturbedKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
     n_starts : int, default=20
         Starting points of the mode search, spread over the training data; more find
         more modes of a model with many.
-    kernel, bandwidth, n_bandwidths, kernel_params, bootstrap, n_bootstrap, alpha, \
-max_memory, whiten
-        The KSD test's, as in :class:`KSDTest`, with the paper's IMQ kernel and median
-        heuristic as defaults (the U-statistic; the bandwidths are
-        resolved on the unperturbed points of the sample tested).
+    kernel : {"imq", "rbf"}, default="imq"
+        Base kernel of the KSD (the paper's IMQ by default).
+    bandwidth : "median", "aggregate", float or array-like, default="median"
+        As in :class:`KSDTest` (the paper's median heuristic by default), resolved on
+        the unperturbed points of the sample tested.
+    n_bandwidths : int, default=10
+        Size of the collection for ``bandwidth="aggregate"``.
+    kernel_params : dict, default=None
+        Extra kernel parameters, e.g. ``{"beta": -0.5}`` for IMQ.
+    bootstrap : {"multinomial", "rademacher"}, default="multinomial"
+        The bootstrap weights, one set for the sample and its perturbation.
+    n_bootstrap : int, default=1000
+        Bootstrap draws.
+    alpha : float, default=0.05
+        Level of the test.
     random_state : None, int or Generator, default=None
         Seeds the split, the mode search, the moves and the bootstrap.
+    max_memory : int, default=64 MiB
+        Bytes the Stein passes' temporaries may hold, as in :class:`KSDTest`.
+    whiten : bool or "aggregate", default=False
+        As in :class:`KSDTest`: the kernels act in the coordinates that whiten the
+        sample tested (its perturbation in the same coordinates).
 
     Attributes
     ----------
@@ -438,7 +459,7 @@ max_memory, whiten
 
     def _validate_X(self, X, reset):
         if reset is None:  # an unfitted test: checked, nothing set
-            return NumbaEngine().check_samples(X)
+            return check_samples(X)
         return super()._validate_X(X, reset)
 
     def _test(self, X):
