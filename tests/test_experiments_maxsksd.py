@@ -4,13 +4,13 @@ import numpy as np
 
 import pytest
 
-from skstein.experiments import EXPERIMENTS, gof_gaussian, gof_rbm, gof_sds, reproduce
+from skstein.experiments import EXPERIMENTS, gof_gaussian, gof_mixture, gof_rbm, gof_sds, reproduce
 from skstein.experiments._baselines import BASELINES, PAPER_BASELINES
 
 
 def test_registered():
     assert {"gof-gaussian", "gof-rbm", "gof-rbm-streaming", "gof-sds",
-            "gof-rotated"} <= set(EXPERIMENTS)
+            "gof-rotated", "gof-mixture"} <= set(EXPERIMENTS)
     own = ("KSD", "KSD-agg", "maxSKSD-g", "maxSKSD-rg")
     assert gof_gaussian.OWN_METHODS == gof_rbm.OWN_METHODS == own
     # the paper's method set by default: ours and every baseline of Figures 3 and 4
@@ -22,6 +22,21 @@ def test_gof_sds_rows():
     rows = gof_sds.run(quick=True, n_trials=1, n_jobs=1, methods=("maxSKSD-g",))
     assert {r["kind"] for r in rows} == {"mean", "variance"}
     assert all(0.0 <= r["rejection_rate"] <= 1.0 for r in rows)
+
+
+def test_gof_mixture_rows_and_cases():
+    for case in gof_mixture.CASES:
+        model, data = gof_mixture.setting(case, "h1")
+        assert model.dim == data.dim and not np.allclose(model.weights, data.weights)
+        np.testing.assert_array_equal(model.means, data.means)
+        null_model, null_data = gof_mixture.setting(case, "h0")
+        assert null_data is null_model
+    rows = gof_mixture.run(quick=True, n_trials=1, n_jobs=1, methods=("perturbed KSD",))
+    assert [(r["case"], r["hypothesis"], r["n_samples"]) for r in rows] == [
+        (c, h, n) for c in gof_mixture.CASES for h, n in (("h1", 400), ("h0", 200))]
+    assert all(r["median_seconds"] > 0 for r in rows)
+    with pytest.raises(ValueError, match="case must be one of"):
+        gof_mixture.setting("2d", "h1")
 
 
 def test_gof_rbm_rows_and_pair():

@@ -23,6 +23,7 @@ EXPERIMENTS = {
     "gof-rbm-streaming": ("skstein.experiments.gof_rbm", {"protocol": "streaming"}),
     "gof-rotated": "skstein.experiments.gof_rotated",
     "gof-sds": "skstein.experiments.gof_sds",
+    "gof-mixture": "skstein.experiments.gof_mixture",
     "svgd-variance": "skstein.experiments.svgd_variance",
     "relative-ppca": "skstein.experiments.relative_ppca",
     "relative-sampler": "skstein.experiments.relative_sampler",
