@@ -723,10 +723,27 @@ def test_auto_bootstrap_draws_what_it_names(n, kind):
     assert auto.pvalue == named.pvalue
 
 
-def test_auto_bootstrap_is_maxsksd_only():
+@pytest.mark.parametrize("bandwidth", ["aggregate", "median"])
+def test_ksd_auto_bootstrap_follows_the_sample_size(bandwidth):
+    # KSDTest's default draws Rademacher weights below AUTO_RADEMACHER_BELOW points,
+    # multinomial ones from there on: the same numbers as the named kind
     from skstein import KSDTest
+    from skstein.distributions import Categorical
+    model = Gaussian(np.zeros(2))
+    for n, kind in ((119, "rademacher"), (120, "multinomial")):
+        X = model.rvs(n, random_state=n)
+        auto = KSDTest(model, bandwidth=bandwidth, n_bootstrap=100, random_state=0).test(X)
+        named = KSDTest(model, bandwidth=bandwidth, bootstrap=kind, n_bootstrap=100,
+                        random_state=0).test(X)
+        assert auto.bootstrap == kind and kind in auto.method and auto == named
+    categorical = Categorical(np.full((3, 4), 0.25))
+    Xd = np.random.default_rng(0).integers(0, 4, size=(60, 3))
+    auto = KSDTest(categorical, bandwidth=bandwidth, n_bootstrap=100, random_state=0).test(Xd)
+    named = KSDTest(categorical, bandwidth=bandwidth, bootstrap="rademacher", n_bootstrap=100,
+                    random_state=0).test(Xd)
+    assert auto.bootstrap == "rademacher" and auto == named
     with pytest.raises(ValueError, match="bootstrap"):
-        KSDTest(Gaussian(np.zeros(2)), bootstrap="auto").test(np.zeros((10, 2)))
+        KSDTest(model, bootstrap="wild").test(X)
 
 
 @pytest.mark.slow

@@ -181,21 +181,22 @@ def test_multinomial_bootstrap_warns_on_tiny_samples():
     model = Gaussian(np.zeros(2))
     X = np.random.default_rng(0).standard_normal((50, 2))
     with pytest.warns(UserWarning, match="n=10 < 50") as record:
-        KSDTest(model, n_bootstrap=100, random_state=0).test(X[:10])
+        KSDTest(model, bootstrap="multinomial", n_bootstrap=100, random_state=0).test(X[:10])
     assert record[0].filename == __file__  # the caller's line, not the package's
     # every bootstrap path warns: the discrete tests at one bandwidth and aggregated
     categorical = Categorical(np.full((3, 4), 0.25))
     Xd = np.random.default_rng(0).integers(0, 4, size=(10, 3))
     for bandwidth in (1.0, "aggregate"):
         with pytest.warns(UserWarning, match="n=10 < 50"):
-            KSDTest(categorical, bandwidth=bandwidth, n_bootstrap=100,
-                    random_state=0).test(Xd)
+            KSDTest(categorical, bandwidth=bandwidth, bootstrap="multinomial",
+                    n_bootstrap=100, random_state=0).test(Xd)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
-        KSDTest(model, n_bootstrap=100, random_state=0).test(X)
+        KSDTest(model, bootstrap="multinomial", n_bootstrap=100, random_state=0).test(X)
+        KSDTest(model, n_bootstrap=100, random_state=0).test(X[:10])  # the default: wild draws
         KSDTest(model, bootstrap="rademacher", n_bootstrap=100, random_state=0).test(X[:10])
     with pytest.warns(UserWarning, match="n=49 < 50"):
-        KSDTest(model, n_bootstrap=100, random_state=0).test(X[:49])
+        KSDTest(model, bootstrap="multinomial", n_bootstrap=100, random_state=0).test(X[:49])
 
 
 def test_scores_with_tied_norms_give_no_warning():

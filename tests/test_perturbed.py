@@ -53,6 +53,23 @@ def test_modes_of_a_gaussian_are_one():
     np.testing.assert_allclose(modes.covariances[0], G.cov, rtol=1e-6)
 
 
+class Slope:
+    """log p(x) = -sum(x) (no mode): an improper model, as a score alone may be."""
+
+    def logpdf(self, X):
+        return -np.sum(np.asarray(X, dtype=np.float64), axis=1)
+
+    def grad_logpdf(self, X):
+        return -np.ones_like(np.asarray(X, dtype=np.float64))
+
+
+def test_a_model_without_modes_has_none_and_is_tested_by_the_ksd():
+    X = np.random.default_rng(0).normal(size=(60, 2))
+    assert len(find_modes(Slope(), X, n_starts=3, random_state=0)) == 0
+    r = PerturbedKSDTest(Slope(), n_starts=3, n_bootstrap=100, random_state=0).test(X)
+    assert "0 modes found" in r.method and r.n_samples == 60 and np.isfinite(r.statistic)
+
+
 def test_jumps_undo_each_other():
     modes = find_modes(MIX2, MIX2.rvs(300, random_state=0), random_state=0)
     x = np.array([0.3, -0.7])
@@ -125,6 +142,14 @@ def test_the_test_is_reproducible_and_says_what_it_did():
     assert rz.n_samples == 100 and f"jump scale {fitted.jump_scale_:.3g}" in rz.method
 
 
+def test_auto_bootstrap_follows_the_points_tested():
+    for n, kind in ((200, "rademacher"), (300, "multinomial")):  # 100 and 150 tested
+        X = MIX1_OTHER_WEIGHTS.rvs(n, random_state=n)
+        auto = PerturbedKSDTest(MIX1, n_bootstrap=100, random_state=0).test(X)
+        named = PerturbedKSDTest(MIX1, bootstrap=kind, n_bootstrap=100, random_state=0).test(X)
+        assert auto.bootstrap == kind and auto == named
+
+
 def test_one_mode_is_the_ksd_test_of_the_whole_sample():
     G = Gaussian(np.zeros(2))
     X = G.rvs(80, random_state=0)
@@ -142,6 +167,7 @@ def test_one_mode_is_the_ksd_test_of_the_whole_sample():
     (MIX1, {"n_steps": -1}, ValueError, "n_steps must be"),
     (MIX1, {"n_starts": 0}, ValueError, "n_starts"),
     (MIX1, {"train_size": 1.5}, ValueError, "train_size"),
+    (MIX1, {"bootstrap": "wild"}, ValueError, "bootstrap"),
     (BadLogpdf(lambda X: np.full(len(X), np.nan)), {}, ValueError, "returned NaN"),
     (BadLogpdf(lambda X: np.zeros((len(X), 2))), {}, ValueError, "one value per row"),
 ])

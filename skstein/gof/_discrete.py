@@ -50,7 +50,7 @@ def _check_params(est):
     check_no_whiten(est)
     check_choice(est.kernel, "kernel", tuple(DISCRETE_KERNELS))
     check_choice(est.statistic, "statistic", ("u", "v"))
-    check_choice(est.bootstrap, "bootstrap", BOOTSTRAPS)
+    check_choice(est.bootstrap, "bootstrap", BOOTSTRAPS + ("auto",))
     check_positive_int(est.n_bootstrap, "n_bootstrap")
     alpha = check_alpha(est.alpha)
     check_positive_int(est.max_memory, "max_memory")
@@ -142,7 +142,8 @@ def test(est, X):
         H = sums.upper
     else:
         H = discrete_stein_row_blocks(X, C, kern, operator, nvals, max_memory=est.max_memory)
-    null = bootstrap_null(H, est.bootstrap, est.n_bootstrap, boot_rng,
+    kind = est._bootstrap_kind(n)
+    null = bootstrap_null(H, kind, est.n_bootstrap, boot_rng,
                           statistic=est.statistic, diag=sums.diag, n=n)
     pvalue = bootstrap_pvalue(stat, null)
     return GOFTestResult(
@@ -152,9 +153,9 @@ def test(est, X):
         reject=bool(pvalue <= est.alpha),
         alpha=float(est.alpha),
         method=(f"discrete KSD ({operator}, {kern.name}, {est.statistic}-statistic, "
-                f"{est.bootstrap} bootstrap)"),
+                f"{kind} bootstrap)"),
         n_samples=n,
-        bootstrap=est.bootstrap,
+        bootstrap=kind,
         n_bootstrap=int(est.n_bootstrap),
         bandwidth=kern.bandwidth,
         null_distribution=null,
@@ -164,7 +165,8 @@ def test(est, X):
 def _aggregated_test(est, X, nvals, kernels, operator, C, boot_rng):
     """The test over a bandwidth collection: one bootstrap, min-p level correction."""
     n = X.shape[0]
-    V = bootstrap_weights(est.bootstrap, n, est.n_bootstrap, boot_rng, est.statistic)
+    kind = est._bootstrap_kind(n)
+    V = bootstrap_weights(kind, n, est.n_bootstrap, boot_rng, est.statistic)
     in_memory = 8 * n * n <= est.max_memory
     stats = np.empty(len(kernels))
     null = np.zeros((est.n_bootstrap, len(kernels)))
@@ -181,10 +183,10 @@ def _aggregated_test(est, X, nvals, kernels, operator, C, boot_rng):
         if est.statistic == "v":
             null[:, li] += (V * V) @ sums.diag
     method = (f"discrete KSD ({operator}, {kernels[0].name}, {est.statistic}-statistic, "
-              f"{est.bootstrap} bootstrap, aggregated over {len(kernels)} bandwidths)")
+              f"{kind} bootstrap, aggregated over {len(kernels)} bandwidths)")
     return aggregated_result(stats, null, method, [kern.bandwidth for kern in kernels],
                              alpha=est.alpha,
-                             n_samples=n, bootstrap=est.bootstrap,
+                             n_samples=n, bootstrap=kind,
                              n_bootstrap=int(est.n_bootstrap))
 
 

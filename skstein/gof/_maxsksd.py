@@ -12,6 +12,7 @@ from sklearn.base import BaseEstimator
 
 from .._bootstrap import (
     BOOTSTRAPS,
+    auto_bootstrap,
     bootstrap_null,
     bootstrap_pvalue,
     bootstrap_threshold,
@@ -246,12 +247,6 @@ def pooled_result(learned, whole, alpha, folds=False):
         statistics=np.array([t for t, _, _ in parts]), pvalues=pvalues, bandwidths=rows,
         rejected=None if thresholds is None else pvalues <= thresholds,
         pvalue_threshold=thresholds, labels=tuple(lab for _, _, lab in parts))
-
-
-#: ``bootstrap="auto"``: the Rademacher bootstrap where the learned statistics are tested
-#: on fewer points than this (the part not learned on, each fold, or a fitted test's
-#: input), the multinomial one from there on (see :meth:`MaxSKSDTest._bootstrap_kind`).
-AUTO_RADEMACHER_BELOW = 120
 
 
 #: Labels of the candidates of ``moment=True``: the second moments along the learned
@@ -757,14 +752,14 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         As in :class:`KSDTest`. With ``moment``, it also draws the studentised
         statistics' bootstrap-t resamples (multinomial counts, or each point dropped or
         doubled). ``"auto"``: ``"rademacher"`` where the learned statistics are tested
-        on fewer than :data:`AUTO_RADEMACHER_BELOW` (120) points (the part of a split
-        not learned on: samples of fewer than 150 points by default; each of the ``cv``
-        folds; a fitted test's input), ``"multinomial"`` from there on; the result's
-        ``bootstrap`` names the one drawn. The multinomial bootstrap centres its
-        weights, which under the model takes out of its draws the part of the
-        statistic's spread that moves with the statistic itself; with a few dozen points
-        it runs liberal, the more so at the smaller levels of the parts (alpha / 2,
-        alpha / 4). The Rademacher (wild) bootstrap leaves it in and held the level at
+        on fewer than :data:`~skstein._bootstrap.AUTO_RADEMACHER_BELOW` (120) points
+        (the part of a split not learned on: samples of fewer than 150 points by
+        default; each of the ``cv`` folds; a fitted test's input), ``"multinomial"``
+        from there on; the result's ``bootstrap`` names the one drawn. The multinomial
+        bootstrap centres its weights, which under the model takes out of its draws the
+        part of the statistic's spread that moves with the statistic itself; with a few
+        dozen points it runs liberal, the more so at the smaller levels of the parts
+        (alpha / 2, alpha / 4). The Rademacher (wild) bootstrap leaves it in and held the level at
         every size measured, a little conservative, at some cost in power (0.02-0.04 at
         N = 100-120, 0.01-0.02 at N = 800-1000, on the same data). Null trials of the
         default test with the multinomial draws: 0.071-0.079 at N = 60 (a rotated
@@ -1354,8 +1349,9 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
     def _bootstrap_kind(self, n):
         """The bootstrap that :meth:`test` draws for a sample of ``n`` points: ``bootstrap``,
         or for ``"auto"`` the Rademacher one where the learned statistics are tested on
-        fewer than :data:`AUTO_RADEMACHER_BELOW` points (the part of a split not learned
-        on, each of the ``cv`` folds, a fitted test's input), else the multinomial one."""
+        fewer than :data:`~skstein._bootstrap.AUTO_RADEMACHER_BELOW` points (the part of
+        a split not learned on, each of the ``cv`` folds, a fitted test's input), else
+        the multinomial one."""
         if self.bootstrap != "auto":
             return self.bootstrap
         if is_fitted(self):
@@ -1364,7 +1360,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             tested = n // check_cv(self.cv)
         else:
             tested = n - train_count(self.train_size, n)
-        return "rademacher" if tested < AUTO_RADEMACHER_BELOW else "multinomial"
+        return auto_bootstrap(tested)
 
     def _test_parts(self, X, S, device, prep_rng, boot_rng, alpha, pooled, rng, bootstrap):
         """:meth:`_test` after :meth:`_whole_sample`, with draws of the kind ``bootstrap``."""
