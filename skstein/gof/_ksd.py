@@ -142,7 +142,7 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
         Both are asymptotic; the multinomial one runs a little liberal at about a
         hundred points and warns below 50, where it can reject a true model far more
         often than ``alpha`` (the Rademacher one held the level there; see the user
-        guide, "Small samples"). ``"auto"``: the Rademacher draws for samples of fewer
+        guide's KSD page). ``"auto"``: the Rademacher draws for samples of fewer
         than :data:`~skstein._bootstrap.AUTO_RADEMACHER_BELOW` (120) points, the
         multinomial ones from there on (the result's ``bootstrap`` names the draws).
         On a 3-D mixture of three overlapping components at ``N = 100`` (10000 null
