@@ -1,11 +1,25 @@
 """Per-method summaries of the trials of one setting, as the columns of a result row."""
 
+import time
+
 import numpy as np
 
 from ._runner import rate_summary, run_trials
 
-__all__ = ["timed_summary", "zscore_summary", "zscore_rows", "zscore_settings_rows",
+__all__ = ["timed_outcomes", "timed_summary", "zscore_summary", "zscore_rows", "zscore_settings_rows",
            "relative_outcome"]
+
+
+def timed_outcomes(methods, make_test, X, random_state):
+    """Each method's ``(reject, statistic, seconds)`` on ``X``: the test
+    ``make_test(method)`` with ``random_state`` set, timed around its ``test``."""
+    out = {}
+    for method in methods:
+        test = make_test(method).set_params(random_state=random_state)
+        t0 = time.perf_counter()
+        res = test.test(X)
+        out[method] = (res.reject, res.statistic, time.perf_counter() - t0)
+    return out
 
 
 def timed_summary(out, method, value_name):

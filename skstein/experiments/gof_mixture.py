@@ -17,8 +17,6 @@ and the jump scale, the other half is tested). Every method of a trial sees the 
 data.
 """
 
-import time
-
 import numpy as np
 from scipy.stats import special_ortho_group
 
@@ -27,7 +25,7 @@ from ..distributions import GaussianMixture
 from ..gof import KSDTest, PerturbedKSDTest
 from ._output import finish_rate_panels, panel_row, run_config
 from ._runner import draw_samples, run_trials
-from ._summary import timed_summary
+from ._summary import timed_outcomes, timed_summary
 
 __all__ = ["CASES", "METHODS", "setting", "make_test", "run_trial", "run", "plot"]
 
@@ -77,13 +75,8 @@ def run_trial(seed, case, hypothesis, n, cfg, methods):
     data_seed, test_seed = spawn_seeds(np.random.SeedSequence(seed), 2)
     model, data = setting(case, hypothesis)
     X = draw_samples(data, n, data_seed)
-    out = {}
-    for method in methods:
-        test = make_test(method, model, cfg["n_bootstrap"]).set_params(random_state=test_seed)
-        t0 = time.perf_counter()
-        res = test.test(X)
-        out[method] = (res.reject, res.statistic, time.perf_counter() - t0)
-    return out
+    return timed_outcomes(methods, lambda m: make_test(m, model, cfg["n_bootstrap"]), X,
+                          test_seed)
 
 
 def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="auto",

@@ -239,8 +239,6 @@ the variance cell at D = 50 to 0.88. With the cubic, a test took 0.25 s (-g) and
 on the 2-core development machine); the saturation costs one ``tanh`` per point.
 """
 
-import time
-
 import numpy as np
 from scipy.stats import ortho_group
 
@@ -249,7 +247,7 @@ from ..distributions import Gaussian
 from ..gof import KSDTest, MaxSKSDTest
 from ._output import finish_rate_panels, panel_row, run_config
 from ._runner import run_trials
-from ._summary import timed_summary
+from ._summary import timed_outcomes, timed_summary
 
 __all__ = ["CASES", "METHODS", "draw", "oracle", "make_test", "run_trial", "run", "plot"]
 
@@ -341,14 +339,9 @@ def run_trial(seed, case, dim, cfg, methods):
     data_seed, test_seed = spawn_seeds(np.random.SeedSequence(seed), 2)
     X, W = draw(case, dim, cfg["n_samples"], np.random.default_rng(data_seed))
     model = Gaussian(np.zeros(dim))
-    out = {}
-    for method in methods:
-        test = make_test(method, model, dim, cfg["n_bootstrap"], cfg["train_size"], W)
-        test.set_params(random_state=test_seed)
-        t0 = time.perf_counter()
-        res = test.test(X)
-        out[method] = (res.reject, res.statistic, time.perf_counter() - t0)
-    return out
+    return timed_outcomes(
+        methods, lambda m: make_test(m, model, dim, cfg["n_bootstrap"], cfg["train_size"], W),
+        X, test_seed)
 
 
 def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0, verbose="auto", cases=CASES,

@@ -10,15 +10,13 @@ maxSKSD-g and maxSKSD-rg learn directions on 20% and test on the rest. Every
 method of a setting sees the same data.
 """
 
-import time
-
 import numpy as np
 
 from .._random import spawn_seeds
 from ..distributions import Gaussian
 from ._output import finish_rate_panels, panel_row, run_config
 from ._runner import draw_samples, run_trials
-from ._summary import timed_summary
+from ._summary import timed_outcomes, timed_summary
 from .gof_gaussian import make_test
 
 __all__ = ["KINDS", "METHODS", "setting", "run_trial", "run", "plot"]
@@ -49,13 +47,8 @@ def run_trial(seed, kind, shift, cfg, methods):
     data_seed, test_seed = spawn_seeds(np.random.SeedSequence(seed), 2)
     model, data = setting(kind, shift, cfg["dim"])
     X = draw_samples(data, cfg["n_samples"], data_seed)
-    out = {}
-    for method in methods:
-        test = make_test(method, model, cfg["n_bootstrap"]).set_params(random_state=test_seed)
-        t0 = time.perf_counter()
-        res = test.test(X)
-        out[method] = (res.reject, res.statistic, time.perf_counter() - t0)
-    return out
+    return timed_outcomes(methods, lambda m: make_test(m, model, cfg["n_bootstrap"]), X,
+                          test_seed)
 
 
 def run(*, quick=False, n_trials=None, n_jobs=None, random_state=0,
