@@ -40,7 +40,7 @@ BOOTSTRAPS = ("multinomial", "rademacher")
 #: below this many samples the multinomial bootstrap warns that its level is not held
 SMALL_SAMPLE = 50
 
-#: ``bootstrap="auto"`` (:class:`~skstein.MaxSKSDTest`,
+#: ``bootstrap="auto"`` (:class:`~skstein.KSDTest`, :class:`~skstein.MaxSKSDTest`,
 #: :class:`~skstein.PerturbedKSDTest`): the Rademacher bootstrap where a statistic is
 #: tested on fewer points than this (the part of a split not learned on, each fold, or
 #: a fitted test's input), the multinomial one from there on (:func:`auto_bootstrap`)
@@ -51,8 +51,9 @@ def auto_bootstrap(n_tested):
     """The draws of ``bootstrap="auto"`` for a statistic tested on ``n_tested`` points:
     ``"rademacher"`` below :data:`AUTO_RADEMACHER_BELOW`, else ``"multinomial"``.
 
-    The centred multinomial weights make a test liberal at small samples (user guide,
-    "Small samples: which bootstrap"); the wild Rademacher ones hold the level there.
+    The centred multinomial weights make a test liberal at small samples (user guide:
+    the KSD page, and "Small samples: which bootstrap"); the wild Rademacher ones hold
+    the level there.
     """
     return "rademacher" if n_tested < AUTO_RADEMACHER_BELOW else "multinomial"
 

@@ -6,8 +6,8 @@ import numpy as np
 
 from ._runner import rate_summary, run_trials
 
-__all__ = ["timed_outcomes", "timed_summary", "zscore_summary", "zscore_rows", "zscore_settings_rows",
-           "relative_outcome"]
+__all__ = ["timed_outcomes", "timed_summary", "zscore_summary", "zscore_rows",
+           "zscore_settings_rows", "relative_outcome"]
 
 
 def timed_outcomes(methods, make_test, X, random_state):

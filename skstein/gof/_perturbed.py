@@ -292,12 +292,13 @@ class PerturbedKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
     it finds the modes (:func:`~skstein.gof._perturbed.find_modes`, from ``n_starts``
     of its points) and chooses the jump scale of ``jump_scales`` whose perturbed
     statistic has the largest power criterion, the kernels resolved as
-    :class:`KSDTest` resolves them; it tests the other part with that scale. ``fit(X)`` learns the modes and the jump scale on
-    ``X``; a fitted test then perturbs and tests the whole sample it is given, which
-    must be other data than the data it was fitted on (a jump scale chosen on the
-    sample tested makes the test liberal), as for :class:`MaxSKSDTest`. Where
-    fewer than two modes are found there is nothing to jump between, and the test is
-    :class:`KSDTest` on the whole sample (its method says so). The model needs a
+    :class:`KSDTest` resolves them; it tests the other part with that scale. ``fit(X)``
+    learns the modes and the jump scale on ``X``; a fitted test then perturbs and tests
+    the whole sample it is given, which must be other data than the data it was fitted
+    on (a jump scale chosen on the sample tested makes the test liberal), as for
+    :class:`MaxSKSDTest`. Where fewer than two modes are found there is nothing to
+    jump between, and the test is :class:`KSDTest` on the whole sample (its method
+    says so). The model needs a
     ``logpdf`` up to a constant, besides its score.
 
     Parameters
@@ -362,17 +363,18 @@ class PerturbedKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
     ``score(X)`` is the power criterion (:meth:`KSDTest.score`) of the paired statistic
     on the part of ``X`` that is tested, ``discrepancy(X)`` its statistic(s).
 
-    Measured (user guide, "What a score cannot see"; fresh seeds, 100 trials): on a 1-D
-    mixture of N(0, 1) and N(4, 0.25) whose data weights are 0.55 / 0.45 instead of
-    0.7 / 0.3 it rejects 0.57 at n = 1000 where the aggregated :class:`KSDTest`
-    rejects 0.04, and 0.36 against 0.02 on a 5-D mixture of two components 5 apart;
-    on three overlapping components in 3-D it gained nothing (0.04 against 0.07). Its
-    level held on every null measured (1-D and 5-D mixtures, an RBM; 0.048-0.056 in
-    500-1000 trials); at n = 2000 it rejected 0.95 and 0.73 where the KSD test
-    rejected 0.07 and 0.01. At n = 1000 in 1-D a test took 0.10 s on the development
-    machine, against 0.017 s for the KSD test with its kernel and 0.06 s for the
-    aggregated one: most of it is the choice among the jump scales (a chain and a
-    criterion each, with the model's ``logpdf`` at every step) and the mode search.
+    Measured with ``skstein reproduce gof-mixture`` (100 trials a cell; user guide,
+    "What a score cannot see"): on a 1-D mixture of N(0, 1) and N(4, 0.25) whose data
+    weights are 0.55 / 0.45 instead of 0.7 / 0.3 it rejected 0.49 at n = 1000 and 0.96
+    at n = 2000, where the default :class:`KSDTest` rejected 0.06 and 0.04; on a 5-D
+    mixture of two components 5 apart, 0.30 and 0.66 against 0.06 and 0.02; on three
+    overlapping components in 3-D it gained nothing (0.11 and 0.06 against 0.10 and
+    0.12). Its level held on every null measured (1-D, 3-D and 5-D mixtures, an RBM;
+    0.048-0.057 in 500-2000 trials). At n = 1000 a test took 0.13-0.21 s on the
+    2-core development machine, against 0.03 s for the KSD test with its kernel and
+    0.11 s for the default one: most of it is the choice among the jump scales (a
+    chain and a criterion each, with the model's ``logpdf`` at every step) and the
+    mode search.
     """
 
     def __init__(self, model, *, n_steps=10, jump_scales=None, train_size=0.5, n_starts=20,
@@ -469,11 +471,12 @@ class PerturbedKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             with on_training_part(X[train], self.train_size):
                 modes, theta, _ = self._learn(X[train], search_seed, select_seed)
             X_test = X[test]
+        ksd = self._ksd(boot_seed)
         if len(modes) < 2:
-            return self._ksd(boot_seed), X, (), (f"{len(modes)} mode{'s' * (len(modes) != 1)} found: "
-                                "the KSD test of the whole sample")
+            found = f"{len(modes)} mode{'s' * (len(modes) != 1)} found"
+            return ksd, X, (), f"{found}: the KSD test of the whole sample"
         Y, acceptance = jump_chain(self.model, X_test, modes, theta, self.n_steps, move_seed)
-        return self._ksd(boot_seed), X_test, (Y,), (f"perturbed by {self.n_steps} jumps between "
+        return ksd, X_test, (Y,), (f"perturbed by {self.n_steps} jumps between "
                                    f"{len(modes)} modes, jump scale {theta:.3g}, "
                                    f"acceptance {acceptance:.2f}")
 
