@@ -5,9 +5,10 @@ goodness-of-fit tests (``KSDTest`` with a continuous and with a discrete model,
 ``MaxSKSDTest`` in both variants, ``PerturbedKSDTest``, ``FSSDTest``, ``LinearKSDTest``,
 ``RFSDTest``, ``MMDGOFTest``), the relative tests (``RelativeKSDTest`` with the KSD,
 the maxSKSD and a discrete operator, ``RelativeMMDTest``), the samplers (``SVGD``,
-``SlicedSVGD``), the regressor ``BNNRegressor`` and the training losses of :mod:`skstein.learning` (``KSDLoss``, ``MaxSKSDLoss``).
-``SampleRanking`` is a result, not an estimator. Each instance is configured small
-(few bootstrap draws, few iterations) so that the module runs in about a minute.
+``SlicedSVGD``), the regressor ``BNNRegressor`` and the training losses of
+:mod:`skstein.learning` (``KSDLoss``, ``MaxSKSDLoss``). ``SampleRanking`` is a result,
+not an estimator. Each instance is configured small (few bootstrap draws, few
+iterations) so that the module runs in about a minute.
 
 Expected failures, documented (scikit-learn adds ``check_array_api_input`` on NumPy data
 when SciPy's Array API support is on, as tests/conftest.py sets; it fails for the same
