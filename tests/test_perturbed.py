@@ -142,6 +142,23 @@ def test_the_test_is_reproducible_and_says_what_it_did():
     assert rz.n_samples == 100 and f"jump scale {fitted.jump_scale_:.3g}" in rz.method
 
 
+@pytest.mark.parametrize("params", [
+    {"whiten": True},
+    {"whiten": "aggregate"},
+    {"kernel": "rbf", "bandwidth": "aggregate", "n_bandwidths": 4},
+    {"bootstrap": "rademacher", "kernel_params": {"beta": -0.3}},
+])
+def test_the_ksd_options_carry_over(params):
+    X = MIX2.rvs(300, random_state=3)
+    t = PerturbedKSDTest(MIX2, n_bootstrap=100, random_state=0, **params)
+    r = t.test(X)
+    assert "jumps between 3 modes" in r.method and 0.0 < r.pvalue <= 1.0
+    np.testing.assert_allclose(np.max(np.atleast_1d(t.discrepancy(X))), np.max(
+        np.atleast_1d(r.statistics if r.statistics is not None else r.statistic)))
+    if "whiten" in params:
+        assert "whiten" in r.method or r.labels is not None
+
+
 def test_auto_bootstrap_follows_the_points_tested():
     for n, kind in ((200, "rademacher"), (300, "multinomial")):  # 100 and 150 tested
         X = MIX1_OTHER_WEIGHTS.rvs(n, random_state=n)
