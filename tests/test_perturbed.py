@@ -122,6 +122,12 @@ def test_companions_add_their_stein_sums_and_forms():
     np.testing.assert_allclose(both.null_distribution,
                                alone.null_distribution + other.null_distribution, rtol=1e-10)
     assert engine.discrepancy(ksd, X, companions=(Y,)) == pytest.approx(both.statistic)
+    # the criteria of several companions in one pass equal the score of each in turn
+    for params in ({}, {"whiten": "aggregate"}):
+        ksd.set_params(**params)
+        np.testing.assert_array_equal(
+            engine.score_companions(ksd, X, [Y, Y[::-1], X]),
+            [engine.score(ksd, X, companions=(C,)) for C in (Y, Y[::-1], X)])
 
 
 def test_the_test_is_reproducible_and_says_what_it_did():

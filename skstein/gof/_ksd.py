@@ -403,11 +403,13 @@ class LangevinKSD(EstimatorEngine):
     def _prepare(self, est, X, rng, companions=()):
         """Validated X, the fitted (or resolved) kernel(s) and the geometries' parts.
 
-        Each part is ``(points, scores, kernels, companions)`` in one geometry: the data
-        and the model's scores, or their whitened images, and the same for each array of
-        ``companions`` (NumPy arrays of X's shape, paired row by row with X: their Stein
-        sums and forms are added to X's, the statistic of the kernel
-        :math:`h(x, y) + h(x', y')` on the pairs; the kernels are resolved on X alone).
+        Each part is ``(points, scores, kernels, companions, maps)`` in one geometry: the
+        data and the model's scores, or their whitened images, and the same for each
+        array of ``companions`` (NumPy arrays of X's shape, paired row by row with X:
+        their Stein sums and forms are added to X's, the statistic of the kernel
+        :math:`h(x, y) + h(x', y')` on the pairs; the kernels are resolved on X alone);
+        ``maps`` is None, or the matrices ``(A, B)`` that take points and scores into
+        the geometry.
         """
         est._check_common_params()
         est._geometries()
@@ -427,15 +429,16 @@ class LangevinKSD(EstimatorEngine):
             ks = tuple(k for k, g in zip(kernels, labels) if g == geometry)
             if geometry == "whitened":
                 A, B = (self.compute.like(w, X) for w in white)
-                parts.append((X @ A, S @ B, ks, [(C @ A, SC @ B) for C, SC in pairs]))
+                parts.append((X @ A, S @ B, ks, [(C @ A, SC @ B) for C, SC in pairs],
+                              (A, B)))
             else:
-                parts.append((X, S, ks, pairs))
+                parts.append((X, S, ks, pairs, None))
         return X, kern, labels, parts, weights
 
     def _part_sums(self, est, part, V):
         """The Stein sums of each kernel of a part and their forms for ``V`` (None: no
         forms), its companions' added."""
-        Xg, Sg, ks, pairs = part
+        Xg, Sg, ks, pairs, _ = part
         sums, null = self.compute.sums_and_forms(Xg, Sg, ks, V, max_memory=est.max_memory)
         for Cg, SCg in pairs:
             more, more_null = self.compute.sums_and_forms(Cg, SCg, ks, V,
@@ -453,7 +456,7 @@ class LangevinKSD(EstimatorEngine):
         # the usual case; only then is a device sample copied whole)
         if is_fitted(est) and all(blind_kernels(self.compute.host(Xg[:100, :]), ks)[0].all()
                                   and blind_kernels(self.compute.host(Xg), ks)[0].all()
-                                  for Xg, _, ks, _ in parts):
+                                  for Xg, _, ks, _, _ in parts):
             warn_vanishing_kernels(
                 self.compute.host(parts[0][0]), parts[0][2], "bandwidth_",
                 advice="X lies on a scale far above the data the test was fitted on; "
@@ -471,7 +474,7 @@ class LangevinKSD(EstimatorEngine):
             Vd = dense_weights(V)
             null += (Vd * Vd) @ np.stack([s.diag for s in sums], axis=1)
         stats = np.array([s.statistic(est.statistic) for s in sums])
-        kernels = tuple(k for _, _, ks, _ in parts for k in ks)
+        kernels = tuple(k for _, _, ks, _, _ in parts for k in ks)
         method = f"KSD ({kernels[0].name}, {est.statistic}-statistic, {kind} bootstrap"
         if len(parts) == 1 and labels[0] == "whitened":
             method += ", whitened"
@@ -512,17 +515,38 @@ class LangevinKSD(EstimatorEngine):
         values = np.array([s.statistic(est.statistic) for s in sums])
         return values if aggregated else float(values[0])
 
+    @staticmethod
+    def _best_criterion(part_sums):
+        """The largest power criterion over ``(sums, blind)`` of the parts. A kernel that
+        sees no pair has criterion 0 whatever the data: the worst score, so that a
+        search never prefers it to a kernel that sees something."""
+        return max((float(s.power_criterion()) for sums, blind in part_sums
+                    for s, b in zip(sums, blind) if not b), default=-np.inf)
+
+    def _sums_and_blind(self, est, parts):
+        return [(self._part_sums(est, part, None)[0],
+                 blind_kernels(self.compute.host(part[0]), part[2])[0]) for part in parts]
+
+    def score_companions(self, est, X, companion_sets):
+        """:meth:`score` of ``X`` paired with each array of ``companion_sets`` in turn
+        (one companion each); X's kernels, scores and Stein sums are computed once."""
+        _, _, _, parts, _ = self._prepare(est, X, as_generator(est.random_state))
+        base = self._sums_and_blind(est, parts)
+        out = []
+        for C in companion_sets:
+            SC = self.compute.scores(est.model, C, "model")
+            paired = []
+            for (_, _, ks, _, maps), (sums, blind) in zip(parts, base):
+                Cg, SCg = (C, SC) if maps is None else (C @ maps[0], SC @ maps[1])
+                more, _ = self.compute.sums_and_forms(Cg, SCg, ks, None,
+                                                      max_memory=est.max_memory)
+                paired.append(([a + b for a, b in zip(sums, more)], blind))
+            out.append(self._best_criterion(paired))
+        return np.array(out)
+
     def score(self, est, X, companions=()):
         _, _, _, parts, _ = self._prepare(est, X, as_generator(est.random_state), companions)
-        best = -np.inf
-        for part in parts:
-            # a kernel that sees no pair has criterion 0 whatever the data: the worst
-            # score, so that a search never prefers it to a kernel that sees something
-            blind, _ = blind_kernels(self.compute.host(part[0]), part[2])
-            sums, _ = self._part_sums(est, part, None)
-            for s, b in zip(sums, blind):
-                if not b:
-                    best = max(best, float(s.power_criterion()))
+        best = self._best_criterion(self._sums_and_blind(est, parts))
         if best == -np.inf and is_fitted(est) and isinstance(est.bandwidth, str):
             # bandwidths fitted by a rule to data of another scale: no search is
             # comparing bandwidths, the scored X is out of the fitted test's reach
