@@ -306,7 +306,10 @@ class PerturbedKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
     model : distribution
         A continuous model with ``grad_logpdf(X)`` and ``logpdf(X)`` (up to a constant).
     n_steps : int, default=10
-        Metropolis-Hastings moves per point.
+        Metropolis-Hastings moves per point: the user's choice, not tuned on the
+        measurements quoted here. Each move gives a point one more chance to jump; once
+        the moved copy has mixed between the modes, more moves add nothing but cost.
+        0 makes the test the KSD test of the tested part.
     jump_scales : array-like of float, default=None
         The jump scales :math:`\theta` to choose from; None: ``JUMP_SCALES``, 0.8 to
         1.2 in 21 steps (:math:`\theta = 1` maps mode onto mode; near it, jumped points
