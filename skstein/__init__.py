@@ -6,7 +6,7 @@ from . import distributions  # noqa: E402
 from ._result import GOFTestResult, RelativeTestResult  # noqa: E402
 from ._validation import HeavyTailWarning  # noqa: E402
 from .discrepancy import ksd, ksd_power_criterion, max_sksd, stein_matrix  # noqa: E402
-from .gof import KSDTest, MaxSKSDTest, PerturbedKSDTest  # noqa: E402
+from .gof import KSDTest, MaxSKSDTest, PerturbedKSDTest, PolynomialKSDTest  # noqa: E402
 from .gof import FSSDTest, LinearKSDTest, MMDGOFTest, RFSDTest, linear_ksd  # noqa: E402
 from .features import fssd, rfsd  # noqa: E402
 from .directions import search_directions  # noqa: E402
@@ -38,6 +38,7 @@ __all__ = [
     "KSDTest",
     "MaxSKSDTest",
     "PerturbedKSDTest",
+    "PolynomialKSDTest",
     "max_sksd",
     "search_directions",
     "ksd",

@@ -11,8 +11,8 @@ import pytest
 import sklearn
 
 from skstein import (FSSDTest, KSDTest, LinearKSDTest, MaxSKSDTest, MMDGOFTest, PerturbedKSDTest,
-                     RelativeKSDTest, RelativeMMDTest, RFSDTest, SlicedSVGD, SVGD, max_sksd,
-                     search_directions)
+                     PolynomialKSDTest, RelativeKSDTest, RelativeMMDTest, RFSDTest, SlicedSVGD,
+                     SVGD, max_sksd, search_directions)
 from skstein.discrepancy import ksd, ksd_power_criterion, stein_matrix
 from skstein.distributions import Categorical, Gaussian
 
@@ -159,8 +159,11 @@ class _Density(_Sampler):
     lambda X: search_directions(X, _Sampler(3), random_state=0),
     lambda X: PerturbedKSDTest(_Density(3), random_state=0).test(X),
     lambda X: PerturbedKSDTest(_Density(3), random_state=0).fit(X),
+    lambda X: PolynomialKSDTest(_Sampler(3), random_state=0).test(X),
+    lambda X: PolynomialKSDTest(_Sampler(3), random_state=0).fit(X),
 ], ids=["maxsksd-partial-fit", "fssd", "linear", "rfsd", "mmd", "relative-mmd",
-        "max_sksd", "search_directions", "perturbed-test", "perturbed-fit"])
+        "max_sksd", "search_directions", "perturbed-test", "perturbed-fit", "polynomial-test",
+        "polynomial-fit"])
 def test_cpu_only_computations_name_a_device_array(dispatch, call):
     # the estimators and functions without a device path refuse device data by name
     # (scikit-learn's own check failed with "'dtype' must be a dtype")

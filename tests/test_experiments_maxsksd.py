@@ -172,3 +172,23 @@ def test_gof_rotated_cases_and_cross_fitted_methods():
                            methods=("maxSKSD-g:cv", "maxSKSD-rg:auto"), n_samples=200)
     assert [r["method"] for r in rows] == ["maxSKSD-g:cv", "maxSKSD-rg:auto"]
     assert all(r["n_samples"] == 200 for r in rows)
+
+
+def test_gof_rotated_t5_case_polynomial_method_and_plot_of_every_method(tmp_path):
+    pytest.importorskip("matplotlib")
+    from skstein.experiments import gof_rotated
+
+    rng = np.random.default_rng(1)
+    X, v = gof_rotated.draw("rotated-t5", 5, 100000, rng)
+    proj = X @ v[0]
+    kurt = np.mean(proj**4) / np.mean(proj**2) ** 2
+    assert np.var(proj) == pytest.approx(1.0, abs=0.05) and kurt > 5.0  # t(5): kurtosis 9
+    other = X @ np.linalg.qr(np.column_stack([v[0], rng.standard_normal((5, 4))]))[0][:, 1]
+    assert np.mean(other**4) == pytest.approx(3.0, abs=0.1)  # Gaussian across v
+    model = gof_rotated.Gaussian(np.zeros(5))
+    assert isinstance(gof_rotated.make_test("polynomial", model, 5, 100, 0.2),
+                      gof_rotated.PolynomialKSDTest)
+    # every method has a line style (the default methods had none: the plot failed)
+    rows = [{"case": "null", "dim": d, "method": m, "rejection_rate": 0.05, "stderr": 0.02}
+            for m in gof_rotated.METHODS for d in (10, 20)]
+    assert gof_rotated.plot(rows, str(tmp_path / "rotated.png")) is not None

@@ -12,6 +12,7 @@ from skstein import (
     KSDTest,
     LinearKSDTest,
     MaxSKSDTest,
+    PolynomialKSDTest,
     RelativeKSDTest,
     SlicedSVGD,
     ksd,
@@ -239,3 +240,22 @@ def test_overflowing_data_raise_one_error_without_warnings(variant):
         with pytest.raises(ValueError, match="not finite on X"):
             MaxSKSDTest(G, variant=variant, n_bootstrap=20, max_iter=2,
                         random_state=0).test(X * 1e150)
+
+
+@pytest.mark.parametrize("make, Xs", [
+    (lambda: KSDTest(G, bandwidth="median"), X[:2]),
+    (lambda: KSDTest(Categorical(np.array([[0.3, 0.7]] * 2))), np.array([[0, 1], [1, 1]])),
+    (lambda: MaxSKSDTest(G, max_iter=3, n_bootstrap=50, random_state=0).fit(X), X[:2]),
+    (lambda: FSSDTest(G, random_state=0), X[:2]),
+    (lambda: PolynomialKSDTest(G), X[:2]),
+], ids=["ksd", "discrete-ksd", "fitted-maxsksd", "fssd", "polynomial"])
+def test_score_of_two_samples_is_refused(make, Xs):
+    # two rows leave the criterion's variance at 0: it was the statistic over 1e-5
+    with pytest.raises(ValueError, match="X needs at least 3 samples for the power criterion"):
+        make().score(Xs)
+
+
+@pytest.mark.parametrize("combine", ["foo", 123])
+def test_maxsksd_combine_is_checked_without_cv(combine):
+    with pytest.raises(ValueError, match="combine must be one of"):
+        MaxSKSDTest(G, combine=combine, max_iter=3, n_bootstrap=50).test(X)

@@ -32,6 +32,25 @@ class BadLogpdf(NoLogpdf):
         return self.value(np.asarray(X))
 
 
+class Wrapped:
+    """MIX1 with one of its methods replaced (``logpdf`` or ``grad_logpdf``)."""
+
+    def __init__(self, **methods):
+        self.methods = methods
+
+    def logpdf(self, X):
+        return self.methods.get("logpdf", MIX1.logpdf)(X)
+
+    def grad_logpdf(self, X):
+        return self.methods.get("grad_logpdf", MIX1.grad_logpdf)(X)
+
+
+def _writes_into(X):
+    values = MIX1.logpdf(X)
+    X += 100.0  # a model that writes into its input
+    return values
+
+
 def test_modes_of_a_separated_mixture_are_its_components():
     modes = find_modes(MIX2, MIX2.rvs(300, random_state=0), random_state=0)
     assert len(modes) == 3
@@ -193,11 +212,33 @@ def test_one_mode_is_the_ksd_test_of_the_whole_sample():
     (MIX1, {"bootstrap": "wild"}, ValueError, "bootstrap"),
     (BadLogpdf(lambda X: np.full(len(X), np.nan)), {}, ValueError, "returned NaN"),
     (BadLogpdf(lambda X: np.zeros((len(X), 2))), {}, ValueError, "one value per row"),
+    # a single row's value squeezed to a scalar: an error, not a search that "diverged"
+    (Wrapped(logpdf=lambda X: np.squeeze(MIX1.logpdf(X))), {}, ValueError,
+     r"one value per row .* \(1 rows\), got shape \(\)"),
+    (Wrapped(grad_logpdf=lambda X: None), {}, ValueError,
+     r"the score of model returned an array of shape \(\)"),
+    (Wrapped(grad_logpdf=lambda X: MIX1.grad_logpdf(X)[:, :0]), {}, ValueError,
+     r"the score of model returned an array of shape \(20, 0\)"),
 ])
 def test_bad_input_is_named(model, params, error, match):
     X = np.random.default_rng(0).normal(size=(40, 1))
     with pytest.raises(error, match=match):
         PerturbedKSDTest(model, **params).test(X)
+
+
+def test_a_model_that_writes_into_its_input_changes_nothing():
+    X = MIX1.rvs(200, random_state=1)
+    clean = PerturbedKSDTest(MIX1, n_bootstrap=100, random_state=0)
+    writes = PerturbedKSDTest(Wrapped(logpdf=_writes_into), n_bootstrap=100, random_state=0)
+    assert writes.test(X) == clean.test(X)
+    fitted = clean.fit(X[:100])
+    assert fitted.set_params(model=Wrapped(logpdf=_writes_into)).test(X[100:]) == \
+        PerturbedKSDTest(MIX1, n_bootstrap=100, random_state=0).fit(X[:100]).test(X[100:])
+
+
+def test_a_model_of_another_dimension_is_named():
+    with pytest.raises(ValueError, match="X has 2 features but model is a distribution on 1"):
+        PerturbedKSDTest(MIX1).test(np.zeros((40, 2)))
 
 
 @pytest.mark.slow

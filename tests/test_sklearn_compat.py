@@ -2,9 +2,9 @@
 
 Every class of skstein that derives from scikit-learn's ``BaseEstimator`` is here: the
 goodness-of-fit tests (``KSDTest`` with a continuous and with a discrete model,
-``MaxSKSDTest`` in both variants, ``PerturbedKSDTest``, ``FSSDTest``, ``LinearKSDTest``,
-``RFSDTest``, ``MMDGOFTest``), the relative tests (``RelativeKSDTest`` with the KSD,
-the maxSKSD and a discrete operator, ``RelativeMMDTest``), the samplers (``SVGD``,
+``MaxSKSDTest`` in both variants, ``PerturbedKSDTest``, ``PolynomialKSDTest``, ``FSSDTest``,
+``LinearKSDTest``, ``RFSDTest``, ``MMDGOFTest``), the relative tests (``RelativeKSDTest``
+with the KSD, the maxSKSD and a discrete operator, ``RelativeMMDTest``), the samplers (``SVGD``,
 ``SlicedSVGD``), the regressor ``BNNRegressor`` and the training losses of
 :mod:`skstein.learning` (``KSDLoss``, ``MaxSKSDLoss``). ``SampleRanking`` is a result,
 not an estimator. Each instance is configured small (few bootstrap draws, few
@@ -45,6 +45,7 @@ from skstein import (
     MaxSKSDTest,
     MMDGOFTest,
     PerturbedKSDTest,
+    PolynomialKSDTest,
     RelativeKSDTest,
     RelativeMMDTest,
     RFSDTest,
@@ -95,6 +96,8 @@ ESTIMATORS = [
     MaxSKSDTest(std_normal_score, variant="rg", n_slices=2, init="random", max_iter=3,
                 n_bootstrap=50, random_state=0),
     PerturbedKSDTest(WidthFreeNormal(), n_steps=2, n_starts=3, n_bootstrap=50, random_state=0),
+    PolynomialKSDTest(std_normal_score, n_bootstrap=50, random_state=0),
+    PolynomialKSDTest(std_normal_score, degree=1, whiten=True, n_bootstrap=50, random_state=0),
     FSSDTest(std_normal_score, n_locations=3, n_simulate=50, random_state=0),
     FSSDTest(std_normal_score, n_locations=2, optimize=True, max_iter=5, kernel="imq",
              n_simulate=50, random_state=0),

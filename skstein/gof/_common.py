@@ -8,12 +8,14 @@ what ``fit`` learns and what its result holds.
 of simulated (bootstrap, permutation, Monte Carlo) draws of the statistic.
 """
 
+import numpy as np
+
 from .._bootstrap import bootstrap_pvalue, bootstrap_threshold
 from .._docstrings import fill_doc
 from .._result import GOFTestResult
 from .._xp import host_single_blas
 
-__all__ = ["FitMethod", "SampleTestMethods", "simulated_null_result"]
+__all__ = ["FitMethod", "SampleTestMethods", "check_criterion_samples", "simulated_null_result"]
 
 
 def simulated_null_result(stat, null, *, alpha, method, n_samples, bootstrap, n_bootstrap,
@@ -39,6 +41,22 @@ def simulated_null_result(stat, null, *, alpha, method, n_samples, bootstrap, n_
         bandwidth=bandwidth,
         null_distribution=null * factor,
     )
+
+
+def check_criterion_samples(X):
+    """A ValueError naming ``X`` when a 2-D ``X`` has fewer than 3 rows: a power
+    criterion divides by a standard deviation estimated from the rows' terms, which
+    two rows leave at 0 (the criterion would be the statistic over the tiny constant
+    that keeps the division finite). Other shapes are left to the validation."""
+    shape = getattr(X, "shape", None)
+    if shape is None:
+        try:
+            shape = np.shape(X)
+        except (TypeError, ValueError):  # ragged: the validation says what is wrong
+            return
+    if len(shape) == 2 and shape[0] < 3:
+        raise ValueError(f"X needs at least 3 samples for the power criterion, got "
+                         f"{shape[0]}: with 2 its variance estimate is always 0.")
 
 
 @fill_doc
@@ -119,4 +137,5 @@ class SampleTestMethods(FitMethod):
         -------
         float
         """
+        check_criterion_samples(X)
         return self._score(X)

@@ -988,8 +988,12 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             random_state=rng, scores=S)
 
     def _check_params(self):
-        """The checks run by :meth:`fit`: those shared by the Stein tests."""
+        """The checks run by :meth:`fit` and :meth:`test`: those shared by the Stein tests,
+        and ``cv`` and ``combine`` (checked whether or not they are used)."""
         self._check_common_params()
+        if self.cv is not None:
+            check_cv(self.cv)
+        check_choice(self.combine, "combine", COMBINATIONS)
 
     @host_single_blas
     def fit(self, X, y=None):
@@ -1307,7 +1311,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         :meth:`_bootstrap_test` and :meth:`_pooled_second` compute their ``N^2``
         parts. Else ``device`` is None.
         """
-        self._check_common_params()
+        self._check_params()
         fitted = is_fitted(self)
         K = check_cv(self.cv) if self._cross_fitted() else 2
         min_samples = 2 if fitted else max(4, 2 * K)

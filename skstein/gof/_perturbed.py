@@ -38,8 +38,10 @@ from .._engines import NumbaEngine
 from .._estimator import is_fitted
 from .._random import as_generator
 from .._validation import (
+    check_model_dim,
     check_positive_int,
     check_samples,
+    evaluate_score,
     refuse_complex,
     resolve_score,
     sklearn_model_hint,
@@ -72,22 +74,46 @@ def model_logpdf(model, name="model"):
     return logpdf
 
 
+def _logpdf_rows(logpdf, X, name="model"):
+    """``logpdf`` at a copy of the rows of ``X`` (one that writes into its input changes
+    nothing) as a float64 vector of one value per row; NaN and infinities are kept, a
+    wrong shape or complex values raise a ValueError naming ``name``."""
+    values = np.asarray(logpdf(np.array(X, dtype=np.float64, copy=True)))
+    refuse_complex(values, name, of="X")
+    values = np.asarray(values, dtype=np.float64)
+    if values.shape not in ((X.shape[0],), (X.shape[0], 1)):
+        raise ValueError(f"{name}.logpdf must return one value per row of the array it is "
+                         f"given ({X.shape[0]} rows), got shape {values.shape}.")
+    return values.reshape(-1)
+
+
 def logpdf_values(logpdf, X, name="model"):
     """``logpdf(X)`` as a float64 vector of one value per row, checked.
 
     ``-inf`` (outside the model's support) is kept; NaN, ``+inf`` or a wrong shape raise
-    a ValueError naming ``name``.
+    a ValueError naming ``name``. ``logpdf`` sees a copy of ``X``.
     """
-    values = np.asarray(logpdf(X))
-    refuse_complex(values, name, of="X")
-    values = np.asarray(values, dtype=np.float64)
-    if values.shape not in ((X.shape[0],), (X.shape[0], 1)):
-        raise ValueError(f"{name}.logpdf must return one value per row of X ({X.shape[0]}), "
-                         f"got shape {values.shape}.")
-    values = values.reshape(-1)
+    values = _logpdf_rows(logpdf, X, name)
     if np.any(np.isnan(values)) or np.any(values == np.inf):
         raise ValueError(f"{name}.logpdf returned NaN or +inf.")
     return values
+
+
+def _score_rows(score, P, name="model"):
+    """The score at a copy of the rows of ``P``, float64, its shape checked (a ValueError
+    naming ``name``); values that are not finite are kept (the mode search steps back
+    from them)."""
+    values = score(np.array(P, copy=True))
+    refuse_complex(values, f"the score of {name}")
+    try:
+        G = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"the score of {name} must return an array of floats of the shape of "
+                        f"X; it returned {type(values).__name__}: {exc}") from exc
+    if G.shape != P.shape:
+        raise ValueError(f"the score of {name} returned an array of shape {G.shape} for X of "
+                         f"shape {P.shape}; it must return grad log p(x) for each row of X.")
+    return G
 
 
 class ModeSet:
@@ -143,7 +169,7 @@ def _local_precision(score, x):
     d = x.size
     h = 1e-5 * np.maximum(1.0, np.abs(x))
     points = np.concatenate([x + np.diag(h), x - np.diag(h)])
-    G = np.asarray(score(points), dtype=np.float64)
+    G = _score_rows(score, points)
     H = -(G[:d] - G[d:]) / (2.0 * h[:, None])
     return 0.5 * (H + H.T)
 
@@ -174,19 +200,21 @@ def find_modes(model, X, n_starts=20, random_state=None):
     check_positive_int(n_starts, "n_starts")
     rng = as_generator(random_state)
     starts = _spread_starts(X, n_starts, rng)
-    logpdf_values(logpdf, starts)  # a model whose logpdf is NaN or +inf at the data raises
+    # a model of another dimension, a score of the wrong shape or not finite at the data,
+    # a logpdf that is NaN or +inf there: errors that name the model
+    evaluate_score(model, starts, "model", check_tails=False)
+    logpdf_values(logpdf, starts)
     ends = []
     for x0 in starts:
         def objective(x):
-            try:
-                value = logpdf_values(logpdf, x[None, :])[0]
-            except ValueError as exc:  # NaN or +inf away from the data: no mode this way
-                raise _Diverged from exc
+            value = _logpdf_rows(logpdf, x[None, :])[0]
+            if np.isnan(value) or value == np.inf:  # away from the data: no mode this way
+                raise _Diverged
             # outside the support: a wall the line search steps back from
             return -value if np.isfinite(value) else np.inf
 
         def gradient(x):
-            return -np.asarray(score(x[None, :]), dtype=np.float64).reshape(-1)
+            return -_score_rows(score, x[None, :]).reshape(-1)
 
         try:
             with np.errstate(all="ignore"):
@@ -467,6 +495,7 @@ class PerturbedKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             modes, theta, X_test = self._modes, self.jump_scale_, X
         else:
             X = check_samples(X)
+            check_model_dim(self.model, X, "model")
             train, test = split_indices(X.shape[0], self.train_size,
                                         as_generator(split_seed))
             with on_training_part(X[train], self.train_size):
