@@ -124,16 +124,24 @@ def check_samples(X, name="X", min_samples=2):
         )
 
 
-def validate_samples(estimator, X, *, reset, min_samples=2, **params):
+def validate_samples(estimator, X, *, reset, min_samples=2, name="X", **params):
     """:func:`check_samples` through scikit-learn's ``validate_data`` (``n_features_in_``).
 
     ``reset=True`` records the number of features (in ``fit``); ``reset=False`` checks
-    it when the estimator is fitted. Returns a C-ordered array; every error names ``X``.
+    it when the estimator is fitted. Returns a C-ordered array; every error names
+    ``name`` (the argument's name: ``X``, or ``X0`` for a sampler's particles).
     """
-    refuse_device_array(X, "X")
-    with named_errors("X"):
-        return validate_data(estimator, X, dtype=np.float64, order="C",
-                             ensure_min_samples=min_samples, reset=reset, **params)
+    refuse_device_array(X, name)
+    with named_errors(name):
+        if name == "X":
+            return validate_data(estimator, X, dtype=np.float64, order="C",
+                                 ensure_min_samples=min_samples, reset=reset, **params)
+        # another argument: scikit-learn's check speaks of "X" and, for NaN, of its own
+        # estimators; check the array under its name, then the width and feature names
+        A = check_array(X, dtype=np.float64, order="C", ensure_min_samples=min_samples,
+                        input_name=name, **params)
+        validate_data(estimator, X, reset=reset, skip_check_array=True)
+        return A
 
 
 def check_alpha(alpha, name="alpha"):

@@ -180,7 +180,7 @@ def _initial(init, variant, m, d, rng):
 def _n_pairs(variant, n_slices, d):
     """Number of (slice, direction) pairs: ``d`` for "g", ``n_slices`` (default min(d, 10))."""
     if variant == "g":
-        if n_slices is not None and n_slices != d:
+        if n_slices is not None and check_positive_int(n_slices, "n_slices") != d:
             raise ValueError(f"n_slices must be None or {d} (n_features) for variant='g', "
                              f"got {n_slices!r}.")
         return d

@@ -518,8 +518,10 @@ def _positive_median(d, name="X"):
         d = d[d > 0]
         if d.size == 0:
             raise ValueError(
-                f"all samples coincide ({name} has no two distinct rows), so the median "
-                "heuristic is undefined; give an explicit bandwidth.")
+                f"all samples coincide ({name} has no two distinct rows, or rows so close "
+                "that their squared distances underflow float64), so the median "
+                "heuristic is undefined; give an explicit bandwidth, or rescale "
+                f"{name}.")
         med = float(np.median(d, overwrite_input=True))
     if med < MIN_BANDWIDTH:
         raise ValueError(f"the median distance of {name} ({med:.3g}) is below the smallest "

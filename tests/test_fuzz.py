@@ -689,7 +689,7 @@ def test_samplers(case, cls, optimizer):
         assert est.particles_.shape == np.shape(case.data.canonical)
         return _finite(est.particles_)
 
-    run(case, fn, lambda P: P)
+    run(case, fn, lambda P: P, maybe=("X0",))  # the data are fit's X0
 
 
 @FEW

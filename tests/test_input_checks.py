@@ -259,3 +259,27 @@ def test_score_of_two_samples_is_refused(make, Xs):
 def test_maxsksd_combine_is_checked_without_cv(combine):
     with pytest.raises(ValueError, match="combine must be one of"):
         MaxSKSDTest(G, combine=combine, max_iter=3, n_bootstrap=50).test(X)
+
+
+def test_svgd_names_its_initial_particles():
+    X0 = RNG.standard_normal((20, 2))
+    X0[3, 1] = np.nan
+    with pytest.raises(ValueError, match="X0") as info:
+        SVGD(G, n_iter=2).fit(X0)
+    assert "HistGradientBoosting" not in str(info.value)
+
+
+def test_median_of_rows_whose_distances_underflow_says_so():
+    with pytest.raises(ValueError, match="squared distances underflow"):
+        median_bandwidth(RNG.standard_normal((20, 2)) * 1e-300)
+
+
+def test_maxsksd_g_n_slices_must_be_an_int():
+    with pytest.raises(TypeError, match="n_slices"):
+        MaxSKSDTest(G, n_slices=2.0, max_iter=2, n_bootstrap=50).test(X)
+
+
+def test_fitted_maxsksd_tests_a_list():
+    # the bootstrap of "auto" is sized by the tested sample, which a list had no shape for
+    t = MaxSKSDTest(G, max_iter=2, n_bootstrap=50, random_state=0).fit(X)
+    assert t.test(X[:30].tolist()) == t.test(X[:30])

@@ -254,3 +254,8 @@ def test_level_on_a_separated_mixture_and_power_where_ksd_is_blind():
     ksd = rejection_rate(KSDTest(MIX1, n_bootstrap=300), MIX1_OTHER_WEIGHTS, 1000,
                          n_trials=60, random_state=12, n_jobs=2, verbose=False)
     assert alt.rate >= 0.3 and alt.rate >= ksd.rate + 0.2
+
+
+def test_jump_scales_of_booleans_are_refused():
+    with pytest.raises(ValueError, match="jump_scales must be"):
+        PerturbedKSDTest(MIX1, jump_scales=[True, False]).test(MIX1.rvs(40, random_state=0))

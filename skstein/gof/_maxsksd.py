@@ -1302,8 +1302,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
     def _whole_sample(self, X):
         """``(X, S, device)``: a test that learns on its own input validates it and
         evaluates the model's score on all of it once; a fitted test returns
-        ``(X, None, None)`` (its :meth:`_prepare` validates the tested sample against the
-        fit).
+        ``(X, None, None)``, ``X`` validated against the fit.
 
         Data of another Array API library under scikit-learn's dispatch (a GPU) are
         validated and scored there, and ``X`` and ``S`` are their float64 host copies
@@ -1318,8 +1317,8 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         xp = namespace_of(X)
         if xp is not None:
             return self._device_copies(X, xp, min_samples, check_features=fitted)
-        if fitted:
-            return X, None, None
+        if fitted:  # validated against the fit (a list has no shape to size the bootstrap)
+            return self._validate_X(X, reset=False), None, None
         X = check_samples(X, min_samples=min_samples)
         return X, self._scores(X), None
 

@@ -442,7 +442,7 @@ class PerturbedKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         if self.jump_scales is None:
             return np.array(JUMP_SCALES)
         scales = np.asarray(self.jump_scales)
-        if scales.dtype.kind not in "biuf" or scales.ndim != 1 or scales.size == 0 \
+        if scales.dtype.kind not in "iuf" or scales.ndim != 1 or scales.size == 0 \
                 or not np.all(np.isfinite(scales)):
             raise ValueError("jump_scales must be a non-empty 1-D array of finite numbers, "
                              f"got {self.jump_scales!r}.")

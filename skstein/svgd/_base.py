@@ -167,7 +167,8 @@ class _ParticleSampler(BaseEstimator):
             if reset:
                 self.n_features_in_ = int(dim)
             return X
-        X = validate_samples(self, X0, reset=reset, min_samples=1, copy=True)
+        X = validate_samples(self, X0, reset=reset, min_samples=1, copy=True,
+                             name="X0" if reset else "X")
         repeated = X.shape[0] - np.unique(X, axis=0).shape[0]
         if repeated:
             warnings.warn(
