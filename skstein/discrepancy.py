@@ -13,6 +13,7 @@ The KSD of a sample :math:`x_1, \dots, x_N` to a model :math:`p` with score
     \mathrm{KSD}^2_V = \frac{1}{N^2} \sum_{i, j} h_p(x_i, x_j).
 """
 
+import math
 from contextlib import nullcontext
 from dataclasses import dataclass
 
@@ -32,6 +33,7 @@ from ._bootstrap import (FORM_DTYPE, STACKED_FORM_BLOCK, block_forms, bootstrap_
                          weight_columns)
 from ._numba.bootstrap import scaled_single
 from ._numba.features import stein_pairs
+from ._numba.polynomial import polynomial_upper_rows
 from ._numba.stein import (
     kernel_params,
     linear_stein_upper,
@@ -51,12 +53,15 @@ from .kernels import (
     median_bandwidth,
     median_bandwidth_1d,
     product_nt,
+    whitening,
 )
 
 __all__ = ["ksd", "stein_matrix", "ksd_power_criterion", "resolve_bandwidth", "DEFAULT_MAX_MEMORY",
            "max_sksd", "sliced_stein_sums", "sliced_value_and_grad", "resolve_sliced_bandwidth",
            "stein_sums_and_forms", "sliced_sums_and_forms", "resolve_bandwidths",
-           "resolve_sliced_bandwidths", "is_collection", "check_stein_finite", "paired_stein_terms"]
+           "resolve_sliced_bandwidths", "is_collection", "check_stein_finite", "paired_stein_terms",
+           "polynomial_coordinates", "polynomial_stein_rows", "polynomial_stein_pass",
+           "polynomial_stein_sums"]
 
 
 def check_stein_finite(*values):
@@ -999,3 +1004,151 @@ def max_sksd(X, model, *, directions=None, slices=None, kernel="rbf", bandwidth=
     if return_pairs:
         return stat, sums.pair_statistics(statistic), h
     return stat
+
+
+# ---------------------------------------------------------------------------
+# The saturated polynomial kernel (skstein.PolynomialKSDTest)
+# ---------------------------------------------------------------------------
+
+
+def polynomial_coordinates(X, whiten=False):
+    r"""The coordinates of the polynomial kernel learned on the reference sample ``X``.
+
+    Returns ``(c, A, B, c2)``: the mean ``c``; ``A`` (d x d) with the rows of ``(X - c)
+    @ A`` of unit mean squared norm (``A`` a multiple of the identity; with ``whiten``,
+    the Ledoit-Wolf whitening of :func:`~skstein.kernels.whitening` so scaled); ``B``
+    maps the scores to those coordinates (``S @ B``, :math:`A B^\top = I`); and the
+    saturation ``c2``, the squared radius where the mapped sample's squared radii end
+    (their mean 1 plus :math:`\sqrt{2 \ln n}` standard deviations). The test does not
+    change when ``A`` is multiplied by a number (the Stein matrix is multiplied by a
+    power of it), so the scaling only keeps the products in range.
+    """
+    d = X.shape[1]
+    c = X.mean(axis=0)
+    Xc = X - c
+    if whiten:
+        A, B = whitening(X)
+    else:
+        A, B = np.eye(d), np.eye(d)
+    Y = Xc @ A
+    top = float(np.max(np.abs(Y))) if Y.size else 0.0
+    if not np.isfinite(top):
+        raise ValueError("X is on a scale whose coordinates overflow float64; rescale X.")
+    if top == 0.0:  # every row at the centre: no scale; any saturation gives zero features
+        return c, A, B, 1.0
+    r2 = np.einsum("ij,ij->i", Y / top, Y / top)
+    rho = top * math.sqrt(float(r2.mean()))
+    A, B = A / rho, B * rho
+    r2 = r2 / float(r2.mean())
+    n = r2.shape[0]
+    spread = math.sqrt(2.0 * math.log(n)) * float(r2.std(ddof=1)) if n > 1 else 0.0
+    return c, A, B, 1.0 + spread
+
+
+def _polynomial_point_terms(Z, SZ, degree, c2):
+    """Per point: the weight ``w``, ``g = 2 w'`` (in the squared radius), ``|z|^2``,
+    ``s . z``."""
+    r2 = np.einsum("ij,ij->i", Z, Z)
+    u = 1.0 + r2 / c2
+    w = u ** (-0.5 * degree)
+    return w, -(degree / c2) * w / u, r2, np.einsum("ij,ij->i", SZ, Z)
+
+
+def _polynomial_values(T, SS, SY, YS, rows, cols, degree, d):
+    """The Stein kernel from the pairs' products ``T = y_i.y_j``, ``SS = s_i.s_j``,
+    ``SY = s_i.y_j``, ``YS = y_i.s_j`` and the :func:`_polynomial_point_terms` of ``i`` (``rows``)
+    and ``j`` (``cols``), broadcast against each other."""
+    p = degree
+    wr, gr, r2r, syr = rows
+    wc, gc, r2c, syc = cols
+    P2 = (p * (p - 1)) * T ** (p - 2) if p >= 2 else 0.0
+    ww = wr * wc
+    H = T ** p * (SS * ww + (wr * gc) * SY + (gr * wc) * YS + (gr * gc) * T)
+    H += p * T ** (p - 1) * (ww * (syr + syc + d) + (gr * r2r) * wc + wr * (gc * r2c))
+    H += P2 * T * ww
+    return H
+
+
+def _polynomial_block(Yr, Sr, Y, S, degree, c2):
+    """Rows of the Stein matrix: ``Yr, Sr`` (rows) against ``Y, S`` (columns)."""
+    rows = [v[:, None] for v in _polynomial_point_terms(Yr, Sr, degree, c2)]
+    cols = [v[None, :] for v in _polynomial_point_terms(Y, S, degree, c2)]
+    return _polynomial_values(Yr @ Y.T, Sr @ S.T, Sr @ Y.T, Yr @ S.T, rows, cols, degree,
+                         Y.shape[1])
+
+
+def polynomial_stein_rows(Y, S, degree, c2, max_memory=DEFAULT_MAX_MEMORY):
+    r"""Full rows of the Stein matrix of the saturated polynomial kernel, by blocks, in
+    NumPy: the reference of the compiled pass of the test (:func:`polynomial_stein_sums`).
+
+    Yields ``(a, b, H)`` with ``H`` the rows ``a:b`` of the ``n x n`` matrix
+    :math:`h(y_i, y_j)` of the kernel :math:`k(x, y) = w(x) w(y) (x^\top y)^p`,
+    :math:`w(x) = (1 + \|x\|^2 / c^2)^{-p/2}`, with zeros on the diagonal (the form
+    :func:`~skstein._bootstrap.bootstrap_null` takes). ``Y`` are the points in the
+    kernel's coordinates and ``S`` the model's score there; blocks of rows use about
+    ``max_memory`` bytes.
+
+    With :math:`P = t^p`, :math:`t = y_i^\top y_j` and :math:`g = 2 w'` (the derivative
+    in :math:`\|y\|^2`), the Stein kernel :math:`s_i^\top s_j k + s_i^\top
+    \nabla_{y_j} k + s_j^\top \nabla_{y_i} k + \operatorname{tr} \nabla_{y_i}
+    \nabla_{y_j} k` is
+
+    .. math::
+
+        h = P\,[w_i w_j\, s_i^\top s_j + w_i g_j\, s_i^\top y_j + g_i w_j\, y_i^\top s_j
+        + g_i g_j\, t] + P'\,[w_i w_j (s_i^\top y_i + s_j^\top y_j + D)
+        + g_i w_j \|y_i\|^2 + w_i g_j \|y_j\|^2] + P''\, t\, w_i w_j.
+    """
+    n = Y.shape[0]
+    rows = int(max(1, min(n, max_memory // max(1, 10 * 8 * n))))
+    for a in range(0, n, rows):
+        b = min(n, a + rows)
+        H = _polynomial_block(Y[a:b], S[a:b], Y, S, degree, c2)
+        H[np.arange(b - a), np.arange(a, b)] = 0.0
+        yield a, b, H
+
+
+def _polynomial_diagonal(Y, S, degree, c2):
+    """:math:`h(y_i, y_i)` (the V-statistic's diagonal; for :class:`SteinSums`)."""
+    pt = _polynomial_point_terms(Y, S, degree, c2)
+    r2, sy = pt[2], pt[3]
+    return _polynomial_values(r2, np.einsum("ij,ij->i", S, S), sy, sy, pt, pt, degree, Y.shape[1])
+
+
+def polynomial_stein_pass(Y, S, degree, c2, max_memory, *, keep=False, V=None):
+    """One pass over the strict upper triangle of the Stein matrix, by blocks of rows
+    on numba's threads (``skstein._numba.polynomial.polynomial_upper_rows``).
+
+    Returns ``(sums, upper, forms)``: the :class:`~skstein.discrepancy.SteinSums`;
+    with ``keep``, the ``n x n`` upper triangle when it fits in ``max_memory`` (else
+    ``None``); with weights ``V`` (one row per draw), the forms :math:`v^\top H v`
+    accumulated block by block (else ``None``).
+    """
+    n = Y.shape[0]
+    w, g, r2, sy = _polynomial_point_terms(Y, S, degree, c2)
+    rowsums = np.zeros(n)
+    upper = np.zeros((n, n)) if keep and 8 * n * n <= max_memory else None
+    forms = None if V is None else np.zeros(V.shape[0])
+    rows = int(max(1, min(n, max_memory // max(1, 2 * 8 * n))))
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow: checked by SteinSums
+        for a0 in range(0, n, rows):
+            b0 = min(n, a0 + rows)
+            out = np.empty((b0 - a0, n - a0))
+            polynomial_upper_rows(Y, S, w, g, r2, sy, int(degree), a0, b0, out)
+            rowsums[a0:b0] += out.sum(axis=1)
+            rowsums[a0:] += out.sum(axis=0)
+            if upper is not None:
+                upper[a0:b0, a0:] = out
+            if forms is not None:
+                full = np.zeros((b0 - a0, n))
+                full[:, a0:] = out
+                forms += 2.0 * block_forms(full, V, a0, b0)
+        total = float(rowsums.sum())
+    return SteinSums(n, total, _polynomial_diagonal(Y, S, degree, c2), rowsums), upper, forms
+
+
+def polynomial_stein_sums(Y, S, degree, c2, max_memory=DEFAULT_MAX_MEMORY):
+    """:class:`~skstein.discrepancy.SteinSums` of the saturated polynomial kernel, by
+    blocks of rows of its upper triangle on numba's threads (the same numbers as the
+    NumPy rows of :func:`polynomial_stein_rows`, to rounding)."""
+    return polynomial_stein_pass(Y, S, degree, c2, max_memory)[0]

@@ -38,6 +38,10 @@ def _ksd():
     from .kernels import median_bandwidth
 
     median_bandwidth(np.random.default_rng(1).standard_normal((300, 30)))
+    # the polynomial kernel's pass
+    from .gof import PolynomialKSDTest
+
+    PolynomialKSDTest(model, n_bootstrap=100, random_state=0).test(X)
 
 
 def _maxsksd():
@@ -88,7 +92,8 @@ FAMILIES = {"ksd": _ksd, "maxsksd": _maxsksd, "relative": _relative, "svgd": _sv
 #: For each family, kernels whose cache entry tells whether the family is compiled
 #: (module of :mod:`skstein._numba`, function name).
 _MARKERS = {
-    "ksd": [("stein", "stein_pass_blocks"), ("bootstrap", "transposed_into")],
+    "ksd": [("stein", "stein_pass_blocks"), ("bootstrap", "transposed_into"),
+            ("polynomial", "polynomial_upper_rows")],
     "maxsksd": [("directions", "cubic_slice_moments"), ("sliced", "sliced_stein_upper"),
                 ("learning", "sliced_grad_upper"), ("bootstrap", "upper_forms_blocks"),
                 ("directions", "fastica_deflation"), ("stein", "linear_stein_upper")],

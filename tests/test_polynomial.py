@@ -7,9 +7,10 @@ from scipy.stats import ortho_group
 from skstein import KSDTest, PolynomialKSDTest
 from skstein.distributions import Gaussian, StudentT
 from skstein.experiments import rejection_rate
-from skstein.gof._polynomial import (
-    _diagonal,
+from skstein.discrepancy import _polynomial_diagonal as _diagonal
+from skstein.discrepancy import (
     polynomial_coordinates,
+    polynomial_stein_pass,
     polynomial_stein_rows,
     polynomial_stein_sums,
 )
@@ -60,6 +61,42 @@ def test_stein_kernel_matches_finite_differences(degree):
     np.testing.assert_allclose(_diagonal(Y, S, degree, 2.5), np.diag(slow), atol=1e-6 * scale)
 
 
+@pytest.mark.parametrize("degree", [1, 2, 3, 4])
+def test_compiled_pass_matches_the_numpy_rows(degree):
+    # 150 rows: several blocks of POLY_BLOCK rows; max_memory: several outer blocks
+    rng = np.random.default_rng(10 + degree)
+    Y, S = rng.standard_normal((150, 4)), rng.standard_normal((150, 4))
+    H = _full_matrix(Y, S, degree, 3.0)
+    scale = np.max(np.abs(H))
+    for memory in (2**26, 20_000):
+        sums, upper, _ = polynomial_stein_pass(Y, S, degree, 3.0, memory, keep=True)
+        np.testing.assert_allclose(sums.rowsums, H.sum(axis=1), atol=1e-11 * scale * 150)
+        assert sums.offdiag_sum == pytest.approx(H.sum(), rel=1e-10, abs=1e-10 * scale)
+        if upper is not None:
+            np.testing.assert_allclose(upper, np.triu(H, 1), atol=1e-12 * scale)
+    # the forms of the blocks as they are formed equal those of the kept triangle
+    V = rng.standard_normal((7, 150))
+    _, upper, _ = polynomial_stein_pass(Y, S, degree, 3.0, 2**26, keep=True)
+    forms = polynomial_stein_pass(Y, S, degree, 3.0, 20_000, V=V)[2]
+    np.testing.assert_allclose(forms, 2.0 * np.einsum("mi,ij,mj->m", V, upper, V),
+                               rtol=1e-10, atol=1e-10 * scale)
+
+
+def test_same_numbers_for_any_number_of_threads():
+    from skstein._threads import numba_threads
+
+    X = np.random.default_rng(12).standard_normal((400, 6))
+    test = PolynomialKSDTest(Gaussian(np.zeros(6)), n_bootstrap=200, random_state=0)
+    with numba_threads(1):
+        one = test.test(X)
+    assert test.test(X) == one
+    blocked = PolynomialKSDTest(Gaussian(np.zeros(6)), n_bootstrap=200, random_state=0,
+                                max_memory=200_000)
+    with numba_threads(1):
+        one = blocked.test(X)
+    assert blocked.test(X) == one
+
+
 def test_stein_matrix_is_positive_semidefinite_with_its_diagonal():
     # h(x, y) = <xi(x), xi(y)> for the Stein features xi: a Gram matrix
     rng = np.random.default_rng(1)
@@ -76,12 +113,12 @@ def test_stein_identity_under_the_model():
     ref = rng.standard_normal((500, 3))
     c, A, B, c2 = polynomial_coordinates(ref)
     X = rng.standard_normal((4000, 3))
-    sums, _ = polynomial_stein_sums((X - c) @ A, -X @ B, 3, c2)
+    sums = polynomial_stein_sums((X - c) @ A, -X @ B, 3, c2)
     sd = 2.0 * np.std(sums.rowsums / (sums.n - 1)) / np.sqrt(sums.n)
     assert abs(sums.statistic()) < 3.0 * sd + 1e-12
     # and far from zero under a heavier-tailed sample with the same coordinates
     Xt = rng.standard_t(5, size=(4000, 3)) * np.sqrt(3.0 / 5.0)
-    sums_t, _ = polynomial_stein_sums((Xt - c) @ A, -Xt @ B, 3, c2)
+    sums_t = polynomial_stein_sums((Xt - c) @ A, -Xt @ B, 3, c2)
     assert sums_t.statistic() > 10.0 * sd
 
 
