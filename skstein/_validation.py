@@ -277,16 +277,17 @@ def refuse_complex(values, what, of="X"):
                          f"floats of the shape of {of}.")
 
 
-def evaluate_score(model, X, name="model", check_tails=True, values=None):
+def evaluate_score(model, X, name="model", check_tails=True, values=None, finite=True):
     """Evaluate and validate the model's score at the rows of ``X``.
 
     Returns a C-contiguous float64 array of the shape of ``X``; the score sees a copy
     of ``X``, so one that writes into its input changes nothing. Raises when the
     model's dimension or the score's shape disagree with ``X``, when the score is
-    complex (as complex ``X`` is refused) or when a score is not finite; warns
-    (:class:`HeavyTailWarning`) when the squared score norms look like they have an
-    infinite mean. ``values``: the score's answer at ``X`` when the caller has it
-    already (a stochastic score is then not called twice).
+    complex (as complex ``X`` is refused) or, with ``finite``, when a score is not
+    finite; warns (:class:`HeavyTailWarning`) when the squared score norms look like
+    they have an infinite mean. ``values``: the score's answer at ``X`` when the caller
+    has it already (a stochastic score is then not called twice). ``finite=False``
+    keeps values that are not finite (a search that steps back from them).
     """
     score = resolve_score(model, name)
     check_model_dim(model, X, name)
@@ -303,7 +304,7 @@ def evaluate_score(model, X, name="model", check_tails=True, values=None):
             f"the score of {name} returned an array of shape {S.shape} for X of shape "
             f"{X.shape}; it must return grad log p(x) for each row of X."
         )
-    if not np.all(np.isfinite(S)):
+    if finite and not np.all(np.isfinite(S)):
         bad = int(np.sum(~np.all(np.isfinite(S), axis=1)))
         raise ValueError(
             f"the score of {name} is not finite at {bad} of the {X.shape[0]} rows of X.")

@@ -99,23 +99,6 @@ def logpdf_values(logpdf, X, name="model"):
     return values
 
 
-def _score_rows(score, P, name="model"):
-    """The score at a copy of the rows of ``P``, float64, its shape checked (a ValueError
-    naming ``name``); values that are not finite are kept (the mode search steps back
-    from them)."""
-    values = score(np.array(P, copy=True))
-    refuse_complex(values, f"the score of {name}")
-    try:
-        G = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"the score of {name} must return an array of floats of the shape of "
-                        f"X; it returned {type(values).__name__}: {exc}") from exc
-    if G.shape != P.shape:
-        raise ValueError(f"the score of {name} returned an array of shape {G.shape} for X of "
-                         f"shape {P.shape}; it must return grad log p(x) for each row of X.")
-    return G
-
-
 class ModeSet:
     """Modes of a model and the local Gaussian geometry at each.
 
@@ -164,12 +147,13 @@ def _spread_starts(X, n_starts, rng):
     return X[chosen]
 
 
-def _local_precision(score, x):
-    """The Hessian of :math:`-\\log p` at ``x`` by central differences of the score."""
+def _local_precision(model, x):
+    """The Hessian of :math:`-\\log p` at ``x`` by central differences of the model's
+    score."""
     d = x.size
     h = 1e-5 * np.maximum(1.0, np.abs(x))
     points = np.concatenate([x + np.diag(h), x - np.diag(h)])
-    G = _score_rows(score, points)
+    G = evaluate_score(model, points, "model", check_tails=False, finite=False)
     H = -(G[:d] - G[d:]) / (2.0 * h[:, None])
     return 0.5 * (H + H.T)
 
@@ -195,7 +179,8 @@ def find_modes(model, X, n_starts=20, random_state=None):
     -------
     ModeSet
     """
-    logpdf, score = model_logpdf(model), resolve_score(model)
+    logpdf = model_logpdf(model)
+    resolve_score(model)  # a model without a score: the error that names it
     X = np.asarray(X, dtype=np.float64)
     check_positive_int(n_starts, "n_starts")
     rng = as_generator(random_state)
@@ -214,7 +199,8 @@ def find_modes(model, X, n_starts=20, random_state=None):
             return -value if np.isfinite(value) else np.inf
 
         def gradient(x):
-            return -_score_rows(score, x[None, :]).reshape(-1)
+            return -evaluate_score(model, x[None, :], "model", check_tails=False,
+                                   finite=False).reshape(-1)
 
         try:
             with np.errstate(all="ignore"):
@@ -225,7 +211,7 @@ def find_modes(model, X, n_starts=20, random_state=None):
         x = res.x
         if not np.all(np.isfinite(x)):
             continue
-        H = _local_precision(score, x)
+        H = _local_precision(model, x)
         lam = np.linalg.eigvalsh(H) if np.all(np.isfinite(H)) else np.array([-1.0])
         if lam[0] <= 1e-12 * max(lam[-1], 0.0) or lam[0] <= 0.0:
             continue  # not a strict local maximum (a saddle, a plateau, a wall)
