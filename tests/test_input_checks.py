@@ -283,3 +283,9 @@ def test_fitted_maxsksd_tests_a_list():
     # the bootstrap of "auto" is sized by the tested sample, which a list had no shape for
     t = MaxSKSDTest(G, max_iter=2, n_bootstrap=50, random_state=0).fit(X)
     assert t.test(X[:30].tolist()) == t.test(X[:30])
+
+
+def test_fssd_optimised_on_overflowing_data_names_x():
+    # the ascent used to wander off on a NaN criterion: "bandwidth ... got nan"
+    with pytest.raises(ValueError, match=r"FSSD criterion is not finite on X.*rescale X"):
+        FSSDTest(G, optimize=True, random_state=0).test(X * 1e100)

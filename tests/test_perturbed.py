@@ -259,3 +259,10 @@ def test_level_on_a_separated_mixture_and_power_where_ksd_is_blind():
 def test_jump_scales_of_booleans_are_refused():
     with pytest.raises(ValueError, match="jump_scales must be"):
         PerturbedKSDTest(MIX1, jump_scales=[True, False]).test(MIX1.rvs(40, random_state=0))
+
+
+def test_too_few_draws_warn_once():
+    X = MIX1.rvs(200, random_state=0)
+    with pytest.warns(UserWarning, match="n_bootstrap=10 is too small") as record:
+        PerturbedKSDTest(MIX1, n_bootstrap=10, random_state=0).test(X)
+    assert sum("is too small" in str(w.message) for w in record) == 1

@@ -248,9 +248,14 @@ class FSSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
             value, gV, gh = self._criterion(X, S, V, h)
             return -value, -np.concatenate([[gh * h], gV.ravel()])
 
+        value, grad = objective(x0)
+        if not (np.isfinite(value) and np.all(np.isfinite(grad))):
+            # the criterion overflows at the start: the ascent would wander off on NaN
+            raise ValueError("the FSSD criterion is not finite on X at the starting "
+                             "locations and bandwidth: the values of X or the scores of the "
+                             "model overflow float64; rescale X.")
         if self.max_iter == 0:
-            crit = -objective(x0)[0]
-            return np.ascontiguousarray(x0[1:].reshape(J, d)), float(np.exp(x0[0])), crit, 0
+            return np.ascontiguousarray(x0[1:].reshape(J, d)), float(np.exp(x0[0])), -value, 0
         # a small problem: waking BLAS threads at every L-BFGS-B step costs more than the
         # step (measured on 2 cores: an FSSD-opt test at n = 300, D = 2 took 68 ms, 15 ms
         # with one BLAS thread); fit and test hold BLAS at one thread (skstein._threads)

@@ -29,6 +29,7 @@ sample (held-out selection), and the test runs on the rest.
 """
 
 import numbers
+import warnings
 
 import numpy as np
 from scipy.optimize import minimize
@@ -415,6 +416,16 @@ class PerturbedKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         self.max_memory = max_memory
         self.whiten = whiten
 
+    @staticmethod
+    def _run(method, *args, **kwargs):
+        """``method`` of the KSD engine, with the warning about too few bootstrap draws
+        filtered: :meth:`_check_params` gave it once, and the inner KSD test repeats its
+        checks."""
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"n_bootstrap=\d+ is too small",
+                                    category=UserWarning)
+            return getattr(LangevinKSD(NumbaEngine()), method)(*args, **kwargs)
+
     def _ksd(self, seed):
         """The KSD test (U-statistic) that computes the statistics, bootstrapped from
         ``seed`` (``"auto"`` draws by the size of the sample it tests)."""
@@ -461,7 +472,7 @@ class PerturbedKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         # the same random numbers for every scale: the criteria differ by the scale
         moved = [jump_chain(self.model, X, modes, theta, self.n_steps, select_seed)[0]
                  for theta in scales]
-        crit = LangevinKSD(NumbaEngine()).score_companions(self._ksd(0), X, moved)
+        crit = self._run("score_companions", self._ksd(0), X, moved)
         return modes, float(scales[int(np.argmax(crit))]), crit
 
     def _fit(self, X):
@@ -500,13 +511,13 @@ class PerturbedKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         from dataclasses import replace
 
         ksd, X_test, companions, description = self._plan(X)
-        result = LangevinKSD(NumbaEngine()).test(ksd, X_test, companions=companions)
+        result = self._run("test", ksd, X_test, companions=companions)
         return replace(result, method=f"{result.method[:-1]}; {description})")
 
     def _discrepancy(self, X):
         ksd, X_test, companions, _ = self._plan(X)
-        return LangevinKSD(NumbaEngine()).discrepancy(ksd, X_test, companions=companions)
+        return self._run("discrepancy", ksd, X_test, companions=companions)
 
     def _score(self, X):
         ksd, X_test, companions, _ = self._plan(X)
-        return LangevinKSD(NumbaEngine()).score(ksd, X_test, companions=companions)
+        return self._run("score", ksd, X_test, companions=companions)
