@@ -1056,8 +1056,8 @@ def _polynomial_point_terms(Z, SZ, degree, c2):
 
 def _polynomial_values(T, SS, SY, YS, rows, cols, degree, d):
     """The Stein kernel from the pairs' products ``T = y_i.y_j``, ``SS = s_i.s_j``,
-    ``SY = s_i.y_j``, ``YS = y_i.s_j`` and the :func:`_polynomial_point_terms` of ``i`` (``rows``)
-    and ``j`` (``cols``), broadcast against each other."""
+    ``SY = s_i.y_j``, ``YS = y_i.s_j`` and the :func:`_polynomial_point_terms` of ``i``
+    (``rows``) and ``j`` (``cols``), broadcast against each other."""
     p = degree
     wr, gr, r2r, syr = rows
     wc, gc, r2c, syc = cols
@@ -1074,7 +1074,7 @@ def _polynomial_block(Yr, Sr, Y, S, degree, c2):
     rows = [v[:, None] for v in _polynomial_point_terms(Yr, Sr, degree, c2)]
     cols = [v[None, :] for v in _polynomial_point_terms(Y, S, degree, c2)]
     return _polynomial_values(Yr @ Y.T, Sr @ S.T, Sr @ Y.T, Yr @ S.T, rows, cols, degree,
-                         Y.shape[1])
+                              Y.shape[1])
 
 
 def polynomial_stein_rows(Y, S, degree, c2, max_memory=DEFAULT_MAX_MEMORY):
@@ -1112,7 +1112,8 @@ def _polynomial_diagonal(Y, S, degree, c2):
     """:math:`h(y_i, y_i)` (the V-statistic's diagonal; for :class:`SteinSums`)."""
     pt = _polynomial_point_terms(Y, S, degree, c2)
     r2, sy = pt[2], pt[3]
-    return _polynomial_values(r2, np.einsum("ij,ij->i", S, S), sy, sy, pt, pt, degree, Y.shape[1])
+    return _polynomial_values(r2, np.einsum("ij,ij->i", S, S), sy, sy, pt, pt, degree,
+                              Y.shape[1])
 
 
 def polynomial_stein_pass(Y, S, degree, c2, max_memory, *, keep=False, V=None):
@@ -1130,7 +1131,8 @@ def polynomial_stein_pass(Y, S, degree, c2, max_memory, *, keep=False, V=None):
     upper = np.zeros((n, n)) if keep and 8 * n * n <= max_memory else None
     forms = None if V is None else np.zeros(V.shape[0])
     rows = int(max(1, min(n, max_memory // max(1, 2 * 8 * n))))
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow: checked by SteinSums
+    # each numba thread forms its block's products with one-thread BLAS calls
+    with single_blas(), np.errstate(over="ignore", invalid="ignore"):  # overflow: SteinSums
         for a0 in range(0, n, rows):
             b0 = min(n, a0 + rows)
             out = np.empty((b0 - a0, n - a0))
