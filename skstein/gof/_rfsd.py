@@ -65,10 +65,14 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
     bump, whose sample mean is dominated by the few samples near :math:`z_j` and is far
     from normal. Measured with N(0, I) as model and data, 10 features, level 5%: L1 IMQ
     rejected 6-10% of null samples in ``D = 2`` (300 trials each at ``n = 500`` and
-    2000, covariance from the data or from model samples) and 11.3% (300 trials) in
-    ``D = 20`` at ``n = 1000``; with ``gamma = 1`` 4.3-6% in ``D = 2``. At ``D = 20``,
-    ``n = 1000``: L2 SechExp 7.0% (300 trials), Gaussian and Cauchy random Fourier
-    features 4.5% (400) and 3.3% (300).
+    2000, covariance from the data or from model samples), 10-12% at ``n = 50``, 100
+    and 300 (400 trials each, the defaults), and 11.3% (300 trials) in ``D = 20`` at
+    ``n = 1000``; with ``gamma = 1`` 4.3-6% in ``D = 2``. At ``D = 20``, ``n = 1000``:
+    L2 SechExp 7.0% (300 trials), Gaussian and Cauchy random Fourier features 4.5%
+    (400) and 3.3% (300); in ``D = 2`` at ``n = 50`` to 300, L2 SechExp 2.3-3.8% and
+    Gaussian random Fourier features 3.3-5.0% (400 trials each). The default is
+    Huggins & Mackey's feature; where the level matters, take ``"rff-gauss"`` or
+    ``gamma = 1``.
 
     Parameters
     ----------
