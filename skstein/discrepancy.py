@@ -60,8 +60,8 @@ __all__ = ["ksd", "stein_matrix", "ksd_power_criterion", "resolve_bandwidth", "D
            "max_sksd", "sliced_stein_sums", "sliced_value_and_grad", "resolve_sliced_bandwidth",
            "stein_sums_and_forms", "sliced_sums_and_forms", "resolve_bandwidths",
            "resolve_sliced_bandwidths", "is_collection", "check_stein_finite", "paired_stein_terms",
-           "polynomial_coordinates", "polynomial_stein_rows", "polynomial_stein_pass",
-           "polynomial_stein_sums"]
+           "radial_scale", "polynomial_coordinates", "polynomial_stein_rows",
+           "polynomial_stein_pass", "polynomial_stein_sums"]
 
 
 def check_stein_finite(*values):
@@ -1011,6 +1011,25 @@ def max_sksd(X, model, *, directions=None, slices=None, kernel="rbf", bandwidth=
 # ---------------------------------------------------------------------------
 
 
+def radial_scale(Z):
+    r"""``(m, w)``: the mean ``m`` of the squared radii :math:`\|z_i\|^2` of the ``n``
+    rows of ``Z`` and the width :math:`w = \sqrt{2 \ln n}\, \tau` within which
+    :func:`fourth_moment_terms` follows the cubic, :math:`\tau` their standard deviation
+    (``w`` 0 for fewer than two rows, or squared radii all equal).
+
+    :math:`\sqrt{2 \ln n}` standard deviations is about as far as the largest of ``n``
+    normal draws reaches: the width grows with the reference, slowly, so the test
+    function follows the cubic over the range that the reference itself spans when
+    the radii are light-tailed, and saturates beyond it.
+    """
+    r2 = np.einsum("ij,ij->i", Z, Z)
+    n = r2.shape[0]
+    if n < 2:
+        return float(r2.mean()), 0.0
+    w = math.sqrt(2.0 * math.log(n)) * float(r2.std(ddof=1))
+    return float(r2.mean()), w if np.isfinite(w) else 0.0
+
+
 def polynomial_coordinates(X, whiten=False):
     r"""The coordinates of the polynomial kernel learned on the reference sample ``X``.
 
@@ -1019,7 +1038,8 @@ def polynomial_coordinates(X, whiten=False):
     the Ledoit-Wolf whitening of :func:`~skstein.kernels.whitening` so scaled); ``B``
     maps the scores to those coordinates (``S @ B``, :math:`A B^\top = I`); and the
     saturation ``c2``, the squared radius where the mapped sample's squared radii end
-    (their mean 1 plus :math:`\sqrt{2 \ln n}` standard deviations). The test does not
+    (their mean 1 plus the width of :func:`radial_scale`, :math:`\sqrt{2 \ln n}`
+    standard deviations). The test does not
     change when ``A`` is multiplied by a number (the Stein matrix is multiplied by a
     power of it), so the scaling only keeps the products in range.
     """
@@ -1036,13 +1056,10 @@ def polynomial_coordinates(X, whiten=False):
         raise ValueError("X is on a scale whose coordinates overflow float64; rescale X.")
     if top == 0.0:  # every row at the centre: no scale; any saturation gives zero features
         return c, A, B, 1.0
-    r2 = np.einsum("ij,ij->i", Y / top, Y / top)
-    rho = top * math.sqrt(float(r2.mean()))
+    rho = top * math.sqrt(float(np.mean(np.einsum("ij,ij->i", Y / top, Y / top))))
     A, B = A / rho, B * rho
-    r2 = r2 / float(r2.mean())
-    n = r2.shape[0]
-    spread = math.sqrt(2.0 * math.log(n)) * float(r2.std(ddof=1)) if n > 1 else 0.0
-    return c, A, B, 1.0 + spread
+    mean, width = radial_scale(Xc @ A)  # the mean is 1
+    return c, A, B, mean + width
 
 
 def _polynomial_point_terms(Z, SZ, degree, c2):

@@ -51,6 +51,7 @@ from ..discrepancy import (
     SteinSums,
     is_collection,
     linear_stein_upper_matrix,
+    radial_scale,
     resolve_sliced_bandwidth,
     resolve_sliced_bandwidths,
     sliced_stein_sums,
@@ -370,25 +371,6 @@ def second_moment_blocks(X, S, max_memory=DEFAULT_MAX_MEMORY, parts=None):
         H += c0 * (a[lo:hi, None] + a[None, :]) + c0 * c0 * X.shape[1]
         H[np.arange(hi - lo), np.arange(lo, hi)] = 0.0
         yield lo, hi, H
-
-
-def radial_scale(Z):
-    r"""``(m, w)``: the mean ``m`` of the squared radii :math:`\|z_i\|^2` of the ``n``
-    rows of ``Z`` and the width :math:`w = \sqrt{2 \ln n}\, \tau` within which
-    :func:`fourth_moment_terms` follows the cubic, :math:`\tau` their standard deviation
-    (``w`` 0 for fewer than two rows, or squared radii all equal).
-
-    :math:`\sqrt{2 \ln n}` standard deviations is about as far as the largest of ``n``
-    normal draws reaches: the width grows with the reference, slowly, so the test
-    function follows the cubic over the range that the reference itself spans when
-    the radii are light-tailed, and saturates beyond it.
-    """
-    r2 = np.einsum("ij,ij->i", Z, Z)
-    n = r2.shape[0]
-    if n < 2:
-        return float(r2.mean()), 0.0
-    w = math.sqrt(2.0 * math.log(n)) * float(r2.std(ddof=1))
-    return float(r2.mean()), w if np.isfinite(w) else 0.0
 
 
 def fourth_moment_terms(X, S, c, radii=None):

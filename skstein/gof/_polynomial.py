@@ -22,7 +22,7 @@ needs only a finite second moment of the model's score under the data (for a
 Gaussian model, the plain cubic's terms would need the data's eighth moment);
 ``c^2`` is the squared radius where the reference sample's squared radii end (their
 mean plus :math:`\sqrt{2 \ln n}` standard deviations,
-:func:`~skstein.gof._maxsksd.radial_scale`, the rule of the maxSKSD fourth moment).
+:func:`~skstein.discrepancy.radial_scale`, the rule of the maxSKSD fourth moment).
 
 The Stein kernel of ``k`` (:func:`skstein.discrepancy.polynomial_stein_rows`) needs
 the same Gram products as the radial ones: :math:`y_i^\top y_j`, :math:`s_i^\top
