@@ -127,8 +127,10 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
     other data). Measured on true models, the test holds its
     level within three binomial standard deviations from about 100 points on
     (0.031-0.080 in 200-1500 trials, D = 2 to 100), somewhat above it in two
-    dimensions, and beyond it at 50 points in two dimensions (0.076; user guide,
-    "Tails along an unknown direction"). In a result ``statistic`` is the U-statistic
+    dimensions, and beyond it at 50 points in two dimensions (0.076-0.080). In one
+    dimension, at the default degree, it rejected 0.09-0.11 of true samples of 50 to
+    250 points: there, and in two dimensions below a few hundred points, use
+    :class:`KSDTest` (user guide, "Tails along an unknown direction"). In a result ``statistic`` is the U-statistic
     (:meth:`discrepancy`), ``bandwidth`` is the saturation radius :math:`c` (in the
     kernel's coordinates) and ``method`` names the degree. :meth:`score` is the power
     criterion of the U-statistic (:meth:`~skstein.discrepancy.SteinSums.power_criterion`).
