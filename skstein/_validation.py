@@ -104,14 +104,27 @@ def refuse_device_array(X, name="X"):
             f"what runs on a device): pass {name} as a NumPy array.")
 
 
+def refuse_masked(X, name="X"):
+    """A ValueError naming ``name`` when ``X`` is a masked array with masked entries:
+    NumPy's conversion would keep the values under the mask, silently. A masked array
+    without masked entries is read as its data."""
+    if isinstance(X, np.ma.MaskedArray) and np.ma.count_masked(X):
+        raise ValueError(
+            f"{name} is a masked array with {np.ma.count_masked(X)} masked entries; "
+            "missing values are not supported: drop those rows, or impute them (for "
+            "example with sklearn.impute), before testing.")
+
+
 def check_samples(X, name="X", min_samples=2):
     """Validate a sample matrix: 2-D, finite, float64, at least ``min_samples`` rows.
 
     Returns a C-ordered array (the same numbers give the same results bit for bit,
     whatever the layout they came in). Every error names ``name``; a device array
-    under Array API dispatch is refused (:func:`refuse_device_array`).
+    under Array API dispatch is refused (:func:`refuse_device_array`), as is a masked
+    array with masked entries (:func:`refuse_masked`).
     """
     refuse_device_array(X, name)
+    refuse_masked(X, name)
     with named_errors(name):
         return check_array(
             X,
@@ -132,6 +145,7 @@ def validate_samples(estimator, X, *, reset, min_samples=2, name="X", **params):
     ``name`` (the argument's name: ``X``, or ``X0`` for a sampler's particles).
     """
     refuse_device_array(X, name)
+    refuse_masked(X, name)
     with named_errors(name):
         if name == "X":
             return validate_data(estimator, X, dtype=np.float64, order="C",
@@ -258,12 +272,13 @@ def resolve_score(model, name="model"):
     )
 
 
-def check_model_dim(model, X, name="model"):
-    """Raise unless the model's ``dim`` (when it has one) is the number of columns of X."""
+def check_model_dim(model, X, name="model", of="X"):
+    """Raise unless the model's ``dim`` (when it has one) is the number of columns of X
+    (the argument named ``of``)."""
     dim = getattr(model, "dim", None)
     if dim is not None and not callable(dim) and int(dim) != X.shape[1]:
         raise ValueError(
-            f"X has {X.shape[1]} features but {name} is a distribution on "
+            f"{of} has {X.shape[1]} features but {name} is a distribution on "
             f"{int(dim)} dimensions."
         )
 
@@ -399,6 +414,7 @@ def check_discrete_samples(X, n_values=None, name="X", min_samples=2):
     if sparse.issparse(X):
         raise TypeError(f"{name} must be a dense array of integers (value ids), got a sparse "
                         "matrix; use one row of value ids per sample.")
+    refuse_masked(X, name)
     try:
         A = np.asarray(X)
     except ValueError as exc:

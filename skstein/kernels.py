@@ -43,7 +43,13 @@ from ._numba.distances import RECOMPUTE_BELOW, condensed_distances, select_ranks
 from ._numba.sliced import median_abs_diff_columns, quantile_abs_diff_columns
 from ._numba.stein import MIN_BANDWIDTH as _MIN_BANDWIDTH
 from ._random import as_generator
-from ._validation import caller_stacklevel, check_positive_int, check_samples, named_errors
+from ._validation import (
+    caller_stacklevel,
+    check_positive_int,
+    check_samples,
+    named_errors,
+    refuse_masked,
+)
 from ._xp import namespace_of, to_host
 
 __all__ = [
@@ -292,6 +298,7 @@ def _points(X, Y, names=("X", "Y")):
     """``X`` and ``Y`` as finite 2-D float64 arrays of the same width (errors name them)."""
     out = []
     for A, name in zip((X, Y), names):
+        refuse_masked(A, name)
         with named_errors(name):
             A = check_array(A, dtype=np.float64, order="C", ensure_2d=False,
                             ensure_all_finite=True, input_name=name)

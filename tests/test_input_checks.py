@@ -289,3 +289,42 @@ def test_fssd_optimised_on_overflowing_data_names_x():
     # the ascent used to wander off on a NaN criterion: "bandwidth ... got nan"
     with pytest.raises(ValueError, match=r"FSSD criterion is not finite on X.*rescale X"):
         FSSDTest(G, optimize=True, random_state=0).test(X * 1e100)
+
+
+def test_svgd_names_its_initial_particles_of_the_wrong_width():
+    with pytest.raises(ValueError, match=r"^X0 has 3 features but target"):
+        SVGD(G, n_iter=2).fit(RNG.standard_normal((20, 3)))
+
+
+def _masked(A, where=(0, 0)):
+    M = np.ma.masked_array(A.copy(), mask=np.zeros(A.shape, dtype=bool))
+    M.data[where] = 1e300  # the value under the mask: never to be read
+    M.mask[where] = True
+    return M
+
+
+@pytest.mark.parametrize("call", [
+    lambda A: KSDTest(G, n_bootstrap=50).test(A),
+    lambda A: PolynomialKSDTest(G, n_bootstrap=50).test(A),
+    lambda A: ksd(A, G),
+    lambda A: median_bandwidth(A),
+    lambda A: RelativeKSDTest(G, Q).test(A),
+    lambda A: rank_samples([A, X], KSDTest(G)),
+])
+def test_masked_entries_are_refused_by_name(call):
+    with pytest.raises(ValueError, match=r"masked array with 1 masked entries"):
+        call(_masked(X))
+
+
+def test_masked_entries_of_particles_and_discrete_data_are_refused_by_name():
+    with pytest.raises(ValueError, match=r"^X0 is a masked array"):
+        SVGD(G, n_iter=2).fit(_masked(X))
+    codes = np.ma.masked_array(np.zeros((10, 2), dtype=int), mask=np.zeros((10, 2), bool))
+    codes.mask[1, 1] = True
+    with pytest.raises(ValueError, match=r"^X is a masked array"):
+        KSDTest(Categorical(np.full((2, 3), 1 / 3))).test(codes)
+
+
+def test_a_masked_array_without_masked_entries_is_its_data():
+    M = np.ma.masked_array(X, mask=np.zeros(X.shape, dtype=bool))
+    assert ksd(M, G) == ksd(X, G)

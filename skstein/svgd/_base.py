@@ -167,12 +167,13 @@ class _ParticleSampler(BaseEstimator):
             if reset:
                 self.n_features_in_ = int(dim)
             return X
-        X = validate_samples(self, X0, reset=reset, min_samples=1, copy=True,
-                             name="X0" if reset else "X")
+        name = "X0" if reset else "X"
+        X = validate_samples(self, X0, reset=reset, min_samples=1, copy=True, name=name)
+        check_model_dim(self.target, X, "target", of=name)
         repeated = X.shape[0] - np.unique(X, axis=0).shape[0]
         if repeated:
             warnings.warn(
-                f"{'X0' if reset else 'X'} has {repeated} repeated row(s) among "
+                f"{name} has {repeated} repeated row(s) among "
                 f"{X.shape[0]} particles: {type(self).__name__} moves equal particles "
                 "identically, so they never separate; start from distinct particles.",
                 UserWarning, stacklevel=caller_stacklevel())
