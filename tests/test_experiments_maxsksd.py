@@ -188,6 +188,7 @@ def test_gof_rotated_t5_case_polynomial_method_and_plot_of_every_method(tmp_path
     model = gof_rotated.Gaussian(np.zeros(5))
     assert isinstance(gof_rotated.make_test("polynomial", model, 5, 100, 0.2),
                       gof_rotated.PolynomialKSDTest)
+    assert gof_rotated.make_test("polynomial-1,3", model, 5, 100, 0.2).degree == (1, 3)
     # every method has a line style (the default methods had none: the plot failed)
     rows = [{"case": "null", "dim": d, "method": m, "rejection_rate": 0.05, "stderr": 0.02}
             for m in gof_rotated.METHODS for d in (10, 20)]

@@ -200,11 +200,49 @@ def test_constant_sample_has_no_evidence():
     assert r.statistic == 0.0 and r.pvalue == 1.0 and not r.reject
 
 
+def test_several_degrees_aggregate_each_degrees_test_on_the_same_draws():
+    rng = np.random.default_rng(13)
+    X = rng.standard_normal((150, 4))
+    X[:, 1] *= 1.3
+    model = Gaussian(np.zeros(4))
+    kw = dict(n_bootstrap=200, random_state=4)
+    single = [PolynomialKSDTest(model, degree=p, **kw).test(X) for p in (3, 1)]
+    agg = PolynomialKSDTest(model, degree=[3, 1], **kw).test(X)
+    assert agg.labels == ("degree 3", "degree 1")
+    np.testing.assert_array_equal(agg.statistics, [r.statistic for r in single])
+    np.testing.assert_array_equal(agg.pvalues, [r.pvalue for r in single])
+    k = int(np.argmin(agg.pvalues))
+    assert agg.statistic == single[k].statistic
+    np.testing.assert_array_equal(agg.null_distribution, single[k].null_distribution)
+    # the min-p correction: never below the smallest p-value
+    assert agg.pvalue >= agg.pvalues.min()
+    assert agg.method == "polynomial KSD (degrees 3, 1, aggregated, multinomial bootstrap)"
+    assert np.all(agg.bandwidths == single[0].bandwidth)
+    # the same test when the Stein matrices are streamed by blocks of rows (the forms
+    # to rounding: their products are single precision)
+    streamed = PolynomialKSDTest(model, degree=(3, 1), max_memory=20_000, **kw).test(X)
+    assert streamed.pvalue == agg.pvalue
+    np.testing.assert_array_equal(streamed.pvalues, agg.pvalues)
+    np.testing.assert_allclose(streamed.null_distribution, agg.null_distribution,
+                               rtol=1e-5, atol=1e-6 * np.abs(agg.null_distribution).max())
+    # one degree in a sequence is that degree's test
+    assert PolynomialKSDTest(model, degree=(3,), **kw).test(X).pvalue == single[0].pvalue
+    t = PolynomialKSDTest(model, degree=(3, 1), **kw)
+    np.testing.assert_allclose(t.discrepancy(X), agg.statistics, rtol=1e-12)
+    assert t.score(X) == max(PolynomialKSDTest(model, degree=p).score(X) for p in (3, 1))
+
+
 @pytest.mark.parametrize("params, X, exc, match", [
     (dict(degree=0), None, ValueError, "degree must be from 1 to 8"),
     (dict(degree=9), None, ValueError, "degree must be from 1 to 8"),
     (dict(degree=2.0), None, TypeError, "degree must be an int"),
     (dict(degree=True), None, TypeError, "degree must be an int"),
+    (dict(degree="3"), None, TypeError, "degree must be an int"),
+    (dict(degree=[]), None, ValueError, "at least one degree"),
+    (dict(degree=(3, 3)), None, ValueError, "must not repeat"),
+    (dict(degree=(1, 2.0)), None, TypeError, "degree must be an int"),
+    (dict(degree=(1, 9)), None, ValueError, "degree must be from 1 to 8"),
+    (dict(degree=[[1, 3]]), None, TypeError, "degree must be an int"),
     (dict(whiten="yes"), None, (TypeError, ValueError), "whiten"),
     (dict(bootstrap="wild"), None, ValueError, "bootstrap"),
     (dict(n_bootstrap=0), None, ValueError, "n_bootstrap"),
@@ -230,6 +268,9 @@ def test_level_on_true_models():
     g = Gaussian(np.zeros(20))
     r = rejection_rate(PolynomialKSDTest(g, n_bootstrap=300), g, 500, n_trials=200,
                        random_state=11, n_jobs=1, verbose=False)
+    assert r.rate <= bound
+    r = rejection_rate(PolynomialKSDTest(g, degree=(1, 3), n_bootstrap=300), g, 300,
+                       n_trials=200, random_state=13, n_jobs=1, verbose=False)
     assert r.rate <= bound
     t3 = StudentT(4, 3.0)  # heavy-tailed model: the saturated features keep a variance
     r = rejection_rate(PolynomialKSDTest(t3, n_bootstrap=300), t3, 300, n_trials=200,

@@ -38,7 +38,7 @@ import numbers
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._bootstrap import BOOTSTRAPS, auto_bootstrap, bootstrap_null, bootstrap_weights
+from .._bootstrap import BOOTSTRAPS, auto_bootstrap, bootstrap_forms, bootstrap_weights
 from .._estimator import is_fitted
 from .._random import as_generator
 from .._validation import (
@@ -55,7 +55,7 @@ from ..discrepancy import (
     polynomial_stein_pass,
     polynomial_stein_sums,
 )
-from ._base import BaselineTestMixin
+from ._base import BaselineTestMixin, aggregated_result
 from ._common import SampleTestMethods, simulated_null_result
 
 __all__ = ["PolynomialKSDTest", "MAX_DEGREE"]
@@ -85,11 +85,16 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
     ----------
     model : distribution or callable
         The model p: an object with ``grad_logpdf(X)`` or a callable ``X -> grad log p(X)``.
-    degree : int, default=3
+    degree : int or sequence of int, default=3
         Degree :math:`p` of the monomials (1 to ``MAX_DEGREE``, 8): the test compares
         the moments of order :math:`p + 1` in every direction: 3 the fourth moments
         (tails), 2 the third (skewness), 1 the second (variances and correlations).
-        The user's choice of the order of the moments to compare.
+        The user's choice of the order of the moments to compare. Several distinct
+        degrees, e.g. ``(1, 3)``, aggregate their tests: one statistic per degree, in
+        the order given, calibrated on the same bootstrap draws and combined by the
+        min-p rule of the aggregated :class:`KSDTest`
+        (:func:`~skstein._bootstrap.aggregate_minp`), so the level is that of one test;
+        each degree costs one more pass over the Stein matrix.
     whiten : bool, default=False
         ``False``: the data's coordinates, centred at the reference sample's mean and
         scaled to a unit mean squared radius. ``True``: whitened by the reference
@@ -130,10 +135,16 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
     dimensions, and beyond it at 50 points in two dimensions (0.076-0.080). In one
     dimension, at the default degree, it rejected 0.09-0.11 of true samples of 50 to
     250 points: there, and in two dimensions below a few hundred points, use
-    :class:`KSDTest` (user guide, "Tails along an unknown direction"). In a result ``statistic`` is the U-statistic
-    (:meth:`discrepancy`), ``bandwidth`` is the saturation radius :math:`c` (in the
-    kernel's coordinates) and ``method`` names the degree. :meth:`score` is the power
-    criterion of the U-statistic (:meth:`~skstein.discrepancy.SteinSums.power_criterion`).
+    :class:`KSDTest` (user guide, "Tails along an unknown direction").
+
+    In a result ``statistic`` is the U-statistic (:meth:`discrepancy`), ``bandwidth``
+    is the saturation radius :math:`c` (in the kernel's coordinates) and ``method``
+    names the degree. :meth:`score` is the power criterion of the U-statistic
+    (:meth:`~skstein.discrepancy.SteinSums.power_criterion`). With several degrees, a
+    result holds each degree's statistic and p-value (``statistics``, ``pvalues``,
+    ``labels`` such as ``"degree 3"``; its ``statistic`` is the most significant
+    one's), :meth:`discrepancy` returns the array of the statistics and :meth:`score`
+    the largest criterion.
     It costs about as much as a :class:`KSDTest` with one bandwidth: four ``N x N``
     Gram products turned into the kernel by blocks of rows on numba's threads
     (``benchmarks/bench_polynomial.py``); CPU only.
@@ -170,13 +181,27 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
 
     def _check_params(self):
         self._check_baseline_params(self.n_bootstrap, "n_bootstrap")
-        if isinstance(self.degree, bool) or not isinstance(self.degree, numbers.Integral):
-            raise TypeError(f"degree must be an int from 1 to {MAX_DEGREE}, got {self.degree!r}.")
-        if not 1 <= self.degree <= MAX_DEGREE:
-            raise ValueError(f"degree must be from 1 to {MAX_DEGREE}, got {self.degree!r}.")
+        self._degrees()
         check_bool(self.whiten, "whiten")
         check_choice(self.bootstrap, "bootstrap", BOOTSTRAPS + ("auto",))
         check_positive_int(self.max_memory, "max_memory")
+
+    def _degrees(self):
+        """The checked degrees as a tuple of ints, and whether ``degree`` is a sequence."""
+        many = not isinstance(self.degree, (numbers.Number, str, bytes)) and \
+            np.ndim(self.degree) == 1
+        values = list(self.degree) if many else [self.degree]
+        if many and not values:
+            raise ValueError("degree must name at least one degree, got an empty sequence.")
+        for p in values:
+            if isinstance(p, (bool, np.bool_)) or not isinstance(p, numbers.Integral):
+                raise TypeError(f"degree must be an int from 1 to {MAX_DEGREE} or a sequence "
+                                f"of them, got {self.degree!r}.")
+            if not 1 <= p <= MAX_DEGREE:
+                raise ValueError(f"degree must be from 1 to {MAX_DEGREE}, got {self.degree!r}.")
+        if len(set(int(p) for p in values)) != len(values):
+            raise ValueError(f"degree must not repeat a degree, got {self.degree!r}.")
+        return tuple(int(p) for p in values), many
 
     def _fit(self, X):
         self.center_, self.transform_, self.score_transform_, self.saturation_ = \
@@ -201,30 +226,44 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
 
     def _test(self, X):
         Y, S, c2 = self._prepare(X)
+        degrees, many = self._degrees()
         n = Y.shape[0]
         kind = auto_bootstrap(n) if self.bootstrap == "auto" else self.bootstrap
-        rng = as_generator(self.random_state)
-        if 8 * n * n <= self.max_memory:  # the triangle kept, its forms on numba's threads
-            sums, upper, _ = polynomial_stein_pass(Y, S, self.degree, c2, self.max_memory,
-                                                   keep=True)
-            null = bootstrap_null(upper, kind, self.n_bootstrap, rng)
-        else:  # the forms of each block of rows as it is formed
-            V = bootstrap_weights(kind, n, self.n_bootstrap, rng)
-            sums, _, null = polynomial_stein_pass(Y, S, self.degree, c2, self.max_memory, V=V)
-        stat = sums.statistic("u")
-        check_stein_finite(stat, null)
-        return simulated_null_result(
-            stat, null, alpha=float(self.alpha),
-            method=f"polynomial KSD (degree {self.degree}, {kind} bootstrap)",
-            n_samples=n, bootstrap=kind, n_bootstrap=self.n_bootstrap,
-            bandwidth=math.sqrt(c2))
+        V = bootstrap_weights(kind, n, self.n_bootstrap, as_generator(self.random_state))
+        stats, nulls = [], []
+        for p in degrees:  # every degree's forms on the same draws
+            if 8 * n * n <= self.max_memory:  # the triangle kept, its forms on numba's threads
+                sums, upper, _ = polynomial_stein_pass(Y, S, p, c2, self.max_memory, keep=True)
+                null = bootstrap_forms(upper, V)
+                del upper  # one degree's triangle at a time
+            else:  # the forms of each block of rows as it is formed
+                sums, _, null = polynomial_stein_pass(Y, S, p, c2, self.max_memory, V=V)
+            stats.append(sums.statistic("u"))
+            check_stein_finite(stats[-1], null)
+            nulls.append(null)
+        fields = dict(n_samples=n, bootstrap=kind, n_bootstrap=self.n_bootstrap)
+        if not many:
+            return simulated_null_result(
+                stats[0], nulls[0], alpha=float(self.alpha),
+                method=f"polynomial KSD (degree {degrees[0]}, {kind} bootstrap)",
+                bandwidth=math.sqrt(c2), **fields)
+        return aggregated_result(
+            np.array(stats), np.column_stack(nulls),
+            f"polynomial KSD (degrees {', '.join(map(str, degrees))}, aggregated, {kind} "
+            "bootstrap)", np.full(len(degrees), math.sqrt(c2)), alpha=float(self.alpha),
+            labels=tuple(f"degree {p}" for p in degrees), **fields)
+
+    def _all_sums(self, X):
+        """The :class:`~skstein.discrepancy.SteinSums` of each degree on ``X``."""
+        Y, S, c2 = self._prepare(X)
+        degrees, many = self._degrees()
+        return [polynomial_stein_sums(Y, S, p, c2, self.max_memory) for p in degrees], many
 
     def _discrepancy(self, X):
-        Y, S, c2 = self._prepare(X)
-        return float(polynomial_stein_sums(Y, S, self.degree, c2, self.max_memory)
-                     .statistic("u"))
+        sums, many = self._all_sums(X)
+        values = np.array([s.statistic("u") for s in sums])
+        return values if many else float(values[0])
 
     def _score(self, X):
-        Y, S, c2 = self._prepare(X)
-        return float(polynomial_stein_sums(Y, S, self.degree, c2, self.max_memory)
-                     .power_criterion())
+        sums, _ = self._all_sums(X)
+        return max(float(s.power_criterion()) for s in sums)
