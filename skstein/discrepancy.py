@@ -1158,10 +1158,8 @@ def polynomial_stein_pass(Y, S, degree, c2, max_memory, *, keep=False, V=None):
             rowsums[a0:] += out.sum(axis=0)
             if upper is not None:
                 upper[a0:b0, a0:] = out
-            if forms is not None:
-                full = np.zeros((b0 - a0, n))
-                full[:, a0:] = out
-                forms += 2.0 * block_forms(full, V, a0, b0)
+            if forms is not None:  # the block's part of the triangle, columns a0 on
+                forms += 2.0 * block_forms(out, V[:, a0:], 0, b0 - a0)
         total = float(rowsums.sum())
     return SteinSums(n, total, _polynomial_diagonal(Y, S, degree, c2), rowsums), upper, forms
 
