@@ -266,11 +266,11 @@ from ._summary import timed_outcomes, timed_summary
 __all__ = ["CASES", "METHODS", "draw", "oracle", "make_test", "run_trial", "run", "plot"]
 
 CASES = ("null", "rotated-diffusion", "rotated-laplace", "rotated-variance", "rotated-t5")
-METHODS = ("KSD", "polynomial", "polynomial-1,3", "maxSKSD-g:default", "maxSKSD-g:identity", "maxSKSD-g:auto",
-           "maxSKSD-g:cv", "maxSKSD-g:moment", "maxSKSD-g:pooled", "maxSKSD-g:cv2",
-           "maxSKSD-g:oracle", "maxSKSD-rg:default", "maxSKSD-rg:identity", "maxSKSD-rg:auto",
-           "maxSKSD-rg:cv", "maxSKSD-rg:moment", "maxSKSD-rg:pooled", "maxSKSD-rg:cv2",
-           "maxSKSD-rg:oracle")
+METHODS = ("KSD", "polynomial", "polynomial-1,3", "maxSKSD-g:default", "maxSKSD-g:identity",
+           "maxSKSD-g:auto", "maxSKSD-g:cv", "maxSKSD-g:moment", "maxSKSD-g:pooled",
+           "maxSKSD-g:cv2", "maxSKSD-g:oracle", "maxSKSD-rg:default", "maxSKSD-rg:identity",
+           "maxSKSD-rg:auto", "maxSKSD-rg:cv", "maxSKSD-rg:moment", "maxSKSD-rg:pooled",
+           "maxSKSD-rg:cv2", "maxSKSD-rg:oracle")
 #: Folds and starts of the ``cv`` methods.
 CV_FOLDS = 5
 #: Folds of the ``moment`` methods (with the starts of the ``cv`` methods).
