@@ -1,5 +1,7 @@
 """PolynomialKSDTest: the saturated polynomial Stein kernel and its test."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.stats import ortho_group
@@ -194,9 +196,23 @@ def test_reproducible_and_auto_bootstrap():
     assert named.pvalue == a.pvalue
 
 
+def test_warns_in_one_or_two_dimensions_below_500_points():
+    rng = np.random.default_rng(14)
+    for d, n in [(1, 100), (2, 499)]:
+        with pytest.warns(UserWarning, match=f"in {d} dimension.*n={n} < 500"):
+            PolynomialKSDTest(Gaussian(np.zeros(d)), n_bootstrap=50).test(
+                rng.standard_normal((n, d)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for d, n in [(2, 500), (3, 60)]:
+            PolynomialKSDTest(Gaussian(np.zeros(d)), n_bootstrap=100).test(
+                rng.standard_normal((n, d)))
+
+
 def test_constant_sample_has_no_evidence():
     X = np.ones((30, 2))
-    r = PolynomialKSDTest(Gaussian(np.ones(2)), n_bootstrap=50, random_state=0).test(X)
+    with pytest.warns(UserWarning, match="2 dimensions"):
+        r = PolynomialKSDTest(Gaussian(np.ones(2)), n_bootstrap=50, random_state=0).test(X)
     assert r.statistic == 0.0 and r.pvalue == 1.0 and not r.reject
 
 
