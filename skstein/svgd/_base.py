@@ -326,6 +326,12 @@ class _ParticleSampler(BaseEstimator):
             return evaluate_score(self.target, X, "target", check_tails=False)  # its error
         return S if S.flags.c_contiguous else np.ascontiguousarray(S)
 
+    def _step_coordinates(self, X):
+        """``None``, or ``(A, B)`` with :math:`A B^\top = I`: the iteration then computes
+        the field and the step at the points ``X @ A`` with scores ``S @ B`` and maps
+        the moved points back (``SVGD(whiten=True)``)."""
+        return None
+
     def _repulsion_weight(self, it):
         """Weight of the repulsive term at iteration ``it`` (``repulsion_warmup``)."""
         return 1.0 if it >= self.repulsion_warmup else (it + 1.0) / self.repulsion_warmup
@@ -347,7 +353,9 @@ class _ParticleSampler(BaseEstimator):
             for it in range(n_iter):
                 if it:
                     S = self._scores(score, X, False)
-                drive, repulse = self._terms(X, S, state, it, rng)
+                coords = self._step_coordinates(X)
+                P, SP = (X, S) if coords is None else (X @ coords[0], S @ coords[1])
+                drive, repulse = self._terms(P, SP, state, it, rng)
                 if it < self.repulsion_warmup:
                     repulse *= self._repulsion_weight(it)
                 record = it % self.history_every == 0 or it == n_iter - 1
@@ -359,7 +367,10 @@ class _ParticleSampler(BaseEstimator):
                     hist["variance"].append(
                         float(np.mean(X.var(axis=0, ddof=1))) if X.shape[0] > 1
                         else float("nan"))
-                update, top = opt.apply(drive, repulse, X)
+                update, top = opt.apply(drive, repulse, P)  # moves P in place
+                if coords is not None:  # the moved points, back in X's coordinates
+                    np.matmul(P, coords[1].T, out=X)
+                    top = float(np.max(np.abs(X))) if np.isfinite(top) else top
                 if record:
                     hist["step_norm"].append(float(np.mean(np.linalg.norm(update, axis=1))))
                     status = (f"step {hist['step_norm'][-1]:.3e}  "

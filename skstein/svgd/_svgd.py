@@ -3,6 +3,7 @@
 import numpy as np
 
 from .._flows_xp import SVGDTermsXp
+from .._validation import check_bool
 from .._xp import host_single_blas, waits_for_device
 from .._xp_stein import xp_sums_and_forms
 from ..discrepancy import stein_sums
@@ -65,6 +66,16 @@ class SVGD(_ParticleSampler):
         the latest step size and discrepancy (refreshed every ``history_every``
         iterations); ``2`` also a line per history record; ``"auto"`` the bar only
         when standard error is a terminal. The particles do not depend on it.
+    whiten : bool, default=False
+        ``True``: at every iteration, compute the field in the coordinates that whiten
+        the particles and map it back: SVGD with the Mahalanobis kernel of the particles' covariance,
+        preconditioned by it (a matrix-valued kernel, Wang, Tang, Bajaj & Liu 2019).
+        The particles then move alike whatever the target's scales and correlations
+        (affine invariance up to the step rule), where the plain kernel, one bandwidth
+        for every direction, collapses the narrow directions of an ill-conditioned
+        target; measured in the user guide ("Samplers", "Ill-conditioned targets").
+        The covariance is the particles' own, so ``whiten`` needs more particles
+        than dimensions. NumPy particles only.
 
     Attributes
     ----------
@@ -88,9 +99,22 @@ class SVGD(_ParticleSampler):
     True
     """
 
-    # __init__: the parameters of every particle sampler, stored by _ParticleSampler
-
     _fused_score_check = True
+
+    def __init__(self, target, *, n_particles=100, n_iter=1000, step_size=0.1,
+                 optimizer="adagrad", kernel="rbf", bandwidth="median-log", kernel_params=None,
+                 repulsion_warmup=0, history_every=10, random_state=None, verbose=0,
+                 whiten=False):
+        super().__init__(target, n_particles=n_particles, n_iter=n_iter, step_size=step_size,
+                         optimizer=optimizer, kernel=kernel, bandwidth=bandwidth,
+                         kernel_params=kernel_params, repulsion_warmup=repulsion_warmup,
+                         history_every=history_every, random_state=random_state,
+                         verbose=verbose)
+        self.whiten = whiten
+
+    def _check_params(self, target=True):
+        super()._check_params(target)
+        check_bool(self.whiten, "whiten")
 
     @host_single_blas
     def direction(self, Z, score=None):
@@ -136,7 +160,14 @@ class SVGD(_ParticleSampler):
         self._check_params(target=score is None)
         Z = _check_particle_sets(Z)
         S = self._field_scores(Z, score)
-        return svgd_direction(Z, S, self.kernel, self.bandwidth, self.kernel_params)
+        if not self.whiten:
+            return svgd_direction(Z, S, self.kernel, self.bandwidth, self.kernel_params)
+        out = np.empty(Z.shape)
+        for b in np.ndindex(Z.shape[:-2]):  # each set in the coordinates that whiten it
+            A, B = _whitening_of(Z[b], "Z")
+            out[b] = svgd_direction(Z[b] @ A, S[b] @ B, self.kernel, self.bandwidth,
+                                    self.kernel_params) @ B.T
+        return out
 
     def _init_state(self, X, warm, rng, S=None):
         return SVGDFlow(X.shape, self.kernel, self.bandwidth, self.kernel_params)
@@ -150,7 +181,13 @@ class SVGD(_ParticleSampler):
     def _terms(self, X, S, state, it, rng):
         return state.terms(X, S)
 
+    def _step_coordinates(self, X):
+        return _whitening_of(X, "the particles") if self.whiten else None
+
     def _init_state_xp(self, xp, Xd, X, warm, rng, score):
+        if self.whiten:
+            raise ValueError("whiten=True moves NumPy particles only; pass X0 as a NumPy "
+                             "array (the field is computed on the CPU).")
         code, beta = kernel_code(self.kernel, self.kernel_params)
         if isinstance(self.bandwidth, str):
             scale, h = bandwidth_scale(self.bandwidth, X.shape[0]), 0.0
@@ -185,3 +222,35 @@ class SVGD(_ParticleSampler):
         X, S = xp.astype(X, xp.float64), xp.astype(S, xp.float64)
         sums, _ = xp_sums_and_forms(X, S, [_discrepancy_kernel(X)], None)
         return float(sums[0].statistic("u"))
+
+
+def _whitening_of(X, what):
+    """``(A, B)``: the coordinates ``X @ A`` that whiten the particles ``X`` and the map
+    ``S @ B`` of their scores (:math:`A B^\top = I`), its error naming ``what``.
+
+    ``B`` is the Cholesky factor :math:`L` of the particles' covariance and :math:`A =
+    L^{-\top}`: the whitened coordinates move continuously with the covariance, so a
+    step rule's per-coordinate state (AdaGrad's, Adam's) stays attached to them (an
+    eigenbasis would reorder and flip its axes). The covariance is the particles' own:
+    the Ledoit-Wolf shrinkage of :func:`~skstein.kernels.whitening` pulls every
+    eigenvalue towards their mean and, on a target of condition number 1e4, left its
+    narrow directions unwhitened; with no more particles than dimensions the
+    covariance is singular, and the shrunk one moved 15 particles in 20 dimensions
+    worse than no whitening (mean error 2.1 against 1.4 standard deviations), so that
+    case is refused.
+    """
+    n, d = X.shape
+    if n <= d:
+        raise ValueError(f"whiten=True needs more particles than dimensions, so that their "
+                         f"covariance can be inverted; {what}: {n} particles in {d} "
+                         "dimensions.")
+    C = np.cov(X, rowvar=False).reshape(d, d)
+    top = float(np.max(np.diag(C)))
+    if not np.isfinite(top):
+        raise ValueError(f"the covariance of {what} is not finite; rescale the target.")
+    if not top > 0:
+        raise ValueError(f"whiten=True needs distinct particles to whiten; {what} (shape "
+                         f"{X.shape}) all coincide.")
+    C[np.diag_indices(d)] += 1e-12 * top  # a floor for directions the particles lack
+    L = np.linalg.cholesky(C)
+    return np.linalg.inv(L).T, L
