@@ -496,5 +496,9 @@ def test_whitened_direction_is_the_sgd_step_and_bad_input_is_refused():
         SVGD(target, whiten=True, n_iter=2).fit(X0[:3])
     with pytest.raises(ValueError, match="all coincide"):
         SVGD(target, whiten=True, n_iter=2).fit(np.ones((10, 3)))
+    flat = X0.copy()
+    flat[:, 2] = flat[:, 0] + flat[:, 1]  # particles in a plane of the 3-D space
+    with pytest.raises(ValueError, match="spread in every direction"):
+        SVGD(target, whiten=True, n_iter=2).fit(flat)
     with pytest.raises((TypeError, ValueError), match="whiten"):
         SVGD(target, whiten="yes").fit(X0)

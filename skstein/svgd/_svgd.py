@@ -67,15 +67,16 @@ class SVGD(_ParticleSampler):
         iterations); ``2`` also a line per history record; ``"auto"`` the bar only
         when standard error is a terminal. The particles do not depend on it.
     whiten : bool, default=False
-        ``True``: at every iteration, compute the field in the coordinates that whiten
-        the particles and map it back: SVGD with the Mahalanobis kernel of the particles' covariance,
-        preconditioned by it (a matrix-valued kernel, Wang, Tang, Bajaj & Liu 2019).
+        ``True``: at every iteration, compute the field and take the step in the
+        coordinates that whiten the particles, then map them back: SVGD with the
+        Mahalanobis kernel of the particles' covariance, preconditioned by it (a
+        matrix-valued kernel, Wang, Tang, Bajaj & Liu 2019).
         The particles then move alike whatever the target's scales and correlations
         (affine invariance up to the step rule), where the plain kernel, one bandwidth
         for every direction, collapses the narrow directions of an ill-conditioned
         target; measured in the user guide ("Samplers", "Ill-conditioned targets").
         The covariance is the particles' own, so ``whiten`` needs more particles
-        than dimensions. NumPy particles only.
+        than dimensions, spread in all of them. NumPy particles only.
 
     Attributes
     ----------
@@ -225,7 +226,7 @@ class SVGD(_ParticleSampler):
 
 
 def _whitening_of(X, what):
-    """``(A, B)``: the coordinates ``X @ A`` that whiten the particles ``X`` and the map
+    r"""``(A, B)``: the coordinates ``X @ A`` that whiten the particles ``X`` and the map
     ``S @ B`` of their scores (:math:`A B^\top = I`), its error naming ``what``.
 
     ``B`` is the Cholesky factor :math:`L` of the particles' covariance and :math:`A =
@@ -251,6 +252,20 @@ def _whitening_of(X, what):
     if not top > 0:
         raise ValueError(f"whiten=True needs distinct particles to whiten; {what} (shape "
                          f"{X.shape}) all coincide.")
-    C[np.diag_indices(d)] += 1e-12 * top  # a floor for directions the particles lack
-    L = np.linalg.cholesky(C)
+    try:
+        L = np.linalg.cholesky(C)
+    except np.linalg.LinAlgError:
+        L = None
+    # a direction the particles do not spread in would stay unspread: the step there,
+    # mapped back, is scaled by its standard deviation
+    if L is None or np.min(np.diag(L)) ** 2 <= FLAT_VARIANCE * top:
+        raise ValueError(f"whiten=True needs particles spread in every direction; {what} "
+                         f"(shape {X.shape}) lie in (or next to) a subspace, where the "
+                         "whitened step cannot move them out: start from distinct, "
+                         "full-dimensional particles.")
     return np.linalg.inv(L).T, L
+
+
+#: A particle variance along a direction (given the others) at most this fraction of
+#: the largest is a direction the particles do not spread in (``whiten=True``).
+FLAT_VARIANCE = 1e-10
