@@ -76,7 +76,8 @@ class SVGD(_ParticleSampler):
         for every direction, collapses the narrow directions of an ill-conditioned
         target; measured in the user guide ("Samplers", "Ill-conditioned targets").
         The covariance is the particles' own, so ``whiten`` needs more particles
-        than dimensions, spread in all of them. NumPy particles only.
+        than dimensions, spread in all of them; it suits a target with one mode
+        (with separated modes that covariance spans them). NumPy particles only.
 
     Attributes
     ----------
