@@ -59,8 +59,8 @@ from .kernels import (
 __all__ = ["ksd", "stein_matrix", "ksd_power_criterion", "resolve_bandwidth", "DEFAULT_MAX_MEMORY",
            "max_sksd", "sliced_stein_sums", "sliced_value_and_grad", "resolve_sliced_bandwidth",
            "stein_sums_and_forms", "sliced_sums_and_forms", "resolve_bandwidths",
-           "resolve_sliced_bandwidths", "is_collection", "check_stein_finite", "paired_stein_terms",
-           "radial_scale", "polynomial_coordinates", "polynomial_stein_rows",
+           "resolve_sliced_bandwidths", "is_collection", "check_stein_finite",
+           "paired_stein_terms", "radial_scale", "polynomial_coordinates", "polynomial_stein_rows",
            "polynomial_stein_pass", "polynomial_stein_sums"]
 
 
@@ -1152,12 +1152,14 @@ def polynomial_stein_pass(Y, S, degree, c2, max_memory, *, keep=False, V=None):
     with single_blas(), np.errstate(over="ignore", invalid="ignore"):  # overflow: SteinSums
         for a0 in range(0, n, rows):
             b0 = min(n, a0 + rows)
-            out = np.empty((b0 - a0, n - a0))
-            polynomial_upper_rows(Y, S, w, g, r2, sy, int(degree), a0, b0, out)
+            if upper is not None:  # straight into the kept triangle's rows
+                polynomial_upper_rows(Y, S, w, g, r2, sy, int(degree), a0, b0, 0, upper[a0:b0])
+                out = upper[a0:b0, a0:]
+            else:  # the block's columns from a0 on
+                out = np.empty((b0 - a0, n - a0))
+                polynomial_upper_rows(Y, S, w, g, r2, sy, int(degree), a0, b0, a0, out)
             rowsums[a0:b0] += out.sum(axis=1)
             rowsums[a0:] += out.sum(axis=0)
-            if upper is not None:
-                upper[a0:b0, a0:] = out
             if forms is not None:  # the block's part of the triangle, columns a0 on
                 forms += 2.0 * block_forms(out, V[:, a0:], 0, b0 - a0)
         total = float(rowsums.sum())

@@ -20,11 +20,13 @@ POLY_BLOCK = 32
 
 
 @njit(cache=True, parallel=PARALLEL)
-def polynomial_upper_rows(Y, S, w, g, r2, sy, degree, a0, b0, out):
+def polynomial_upper_rows(Y, S, w, g, r2, sy, degree, a0, b0, c0, out):
     r"""Rows ``a0:b0`` of the strict upper triangle of the Stein matrix, into ``out``.
 
-    ``out[i - a0, j - a0]`` becomes :math:`h(y_i, y_j)` for ``j > i`` and 0 for
-    ``j <= i`` (``out`` has shape ``(b0 - a0, n - a0)``). ``w``, ``g``, ``r2``, ``sy``
+    ``out[i - a0, j - c0]`` becomes :math:`h(y_i, y_j)` for ``j > i`` and 0 for
+    ``a0 <= j <= i``; ``out`` has shape ``(b0 - a0, n - c0)`` with ``c0 <= a0``: the
+    block's columns from ``a0`` on (``c0 = a0``), or whole rows of a kept triangle
+    (``c0 = 0``, whose columns before ``a0`` are left as they are). ``w``, ``g``, ``r2``, ``sy``
     are the weights, twice their derivative in the squared radius, the squared radii
     and :math:`s_i^\top y_i` of every point (see ``_polynomial_point_terms`` of
     :mod:`skstein.discrepancy`, whose NumPy ``_polynomial_values`` is the reference).
@@ -32,12 +34,12 @@ def polynomial_upper_rows(Y, S, w, g, r2, sy, degree, a0, b0, out):
     """
     nb = (b0 - a0 + POLY_BLOCK - 1) // POLY_BLOCK
     for t in prange(nb):
-        _poly_block(Y, S, w, g, r2, sy, degree, a0, b0, np.int64(t), out)
+        _poly_block(Y, S, w, g, r2, sy, degree, a0, b0, c0, np.int64(t), out)
     return out
 
 
 @njit(cache=True)
-def _poly_block(Y, S, w, g, r2, sy, degree, a0, b0, t, out):
+def _poly_block(Y, S, w, g, r2, sy, degree, a0, b0, c0, t, out):
     """Block ``t`` of :func:`polynomial_upper_rows` (compiled once, called from its loop)."""
     n, d = Y.shape
     a = a0 + t * POLY_BLOCK
@@ -56,7 +58,7 @@ def _poly_block(Y, S, w, g, r2, sy, degree, a0, b0, t, out):
         i = a + r
         row = out[i - a0]
         for j in range(a0, i + 1):
-            row[j - a0] = 0.0
+            row[j - c0] = 0.0
         wi, gi, ri, si = w[i], g[i], r2[i], sy[i]
         for c in range(r + 1, m):
             j = a + c
@@ -72,5 +74,5 @@ def _poly_block(Y, S, w, g, r2, sy, degree, a0, b0, t, out):
             v += p * tp1 * (ww * (si + sy[j] + d) + gi * ri * wj + wi * gj * r2[j])
             if p >= 2:
                 v += p * (p - 1) * tp2 * t_ * ww
-            row[j - a0] = v
+            row[j - c0] = v
     return 0
