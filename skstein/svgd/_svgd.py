@@ -164,12 +164,13 @@ class SVGD(_ParticleSampler):
         S = self._field_scores(Z, score)
         if not self.whiten:
             return svgd_direction(Z, S, self.kernel, self.bandwidth, self.kernel_params)
-        out = np.empty(Z.shape)
-        for b in np.ndindex(Z.shape[:-2]):  # each set in the coordinates that whiten it
-            A, B = _whitening_of(Z[b], "Z")
-            out[b] = svgd_direction(Z[b] @ A, S[b] @ B, self.kernel, self.bandwidth,
-                                    self.kernel_params) @ B.T
-        return out
+        # each set in the coordinates that whiten it; the fields of all sets in one call
+        sets = Z.reshape((-1,) + Z.shape[-2:])
+        A, B = map(np.stack, zip(*(_whitening_of(z, "Z") for z in sets)))
+        field = svgd_direction((sets @ A).reshape(Z.shape),
+                               (S.reshape(sets.shape) @ B).reshape(Z.shape), self.kernel,
+                               self.bandwidth, self.kernel_params)
+        return (field.reshape(sets.shape) @ B.transpose(0, 2, 1)).reshape(Z.shape)
 
     def _init_state(self, X, warm, rng, S=None):
         return SVGDFlow(X.shape, self.kernel, self.bandwidth, self.kernel_params)
