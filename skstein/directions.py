@@ -629,21 +629,42 @@ class AscentSettings:
         return dict(kernel=self.kernel, kernel_params=self.kernel_params)
 
 
-def _coincide_along(G, *samples):
-    r"""Whether the rows of some sample coincide along some direction (row of ``G``), up to
+def _flat_columns(A, G):
+    r"""Whether the rows of ``A`` coincide along each direction (row of ``G``), up to
     rounding: a spread of at most 64 machine epsilons of the largest sum of the magnitudes
     of a projection's products, :math:`\max_i \sum_k |a_{ik} g_k|` (the scale of its
     rounding error: along a direction orthogonal to two equal columns every projection
     is rounding, small against that sum but not against the largest projection)."""
     tol = 64 * np.finfo(np.float64).eps
-    for A in samples:
-        if A is None:
-            continue
-        P = A @ G.T
-        scale = np.max(np.abs(A) @ np.abs(G).T, axis=0)
-        if np.any(np.ptp(P, axis=0) <= tol * scale):
-            return True
-    return False
+    P = A @ G.T
+    scale = np.max(np.abs(A) @ np.abs(G).T, axis=0)
+    return np.ptp(P, axis=0) <= tol * scale
+
+
+def _coincide_along(G, *samples):
+    """Whether the rows of some sample coincide along some direction (row of ``G``), up to
+    rounding (:func:`_flat_columns`)."""
+    return any(bool(np.any(_flat_columns(A, G))) for A in samples if A is not None)
+
+
+def _heldout_bandwidth(X, Xv, G, rng, h=None):
+    """Median bandwidths of the held-out projections ``Xv @ G.T``; along a direction where
+    the held-out rows coincide, those of the training projections ``X @ G.T`` (``h`` when
+    given).
+
+    A few held-out points of discrete-valued data coincide along an axis often: two
+    points of integers drawn from seven values agree in a coordinate one time in seven,
+    so of 17 axes some axis nine times in ten. The median of their
+    differences is then undefined, while the training sample's is not.
+    """
+    flat = _flat_columns(Xv, G)
+    if not np.any(flat):
+        return resolve_sliced_bandwidth(Xv @ G.T, "median", random_state=rng)
+    out = (resolve_sliced_bandwidth(X @ G.T, "median", random_state=rng) if h is None
+           else h).copy()
+    if not np.all(flat):
+        out[~flat] = resolve_sliced_bandwidth(Xv @ G[~flat].T, "median", random_state=rng)
+    return out
 
 
 def _ascend(X, S, G, R, variant, bandwidth, cfg, rng, Xv=None, Sv=None):
@@ -664,8 +685,7 @@ def _ascend(X, S, G, R, variant, bandwidth, cfg, rng, Xv=None, Sv=None):
     learn_r = variant == "rg"
     median = isinstance(bandwidth, str)
     h = resolve_sliced_bandwidth(X @ G.T, bandwidth, random_state=rng)
-    hv = h if Xv is None or not median else \
-        resolve_sliced_bandwidth(Xv @ G.T, bandwidth, random_state=rng)
+    hv = h if Xv is None or not median else _heldout_bandwidth(X, Xv, G, rng, h)
     opt_g = _Adam(G.shape) if cfg.optimizer == "adam" else None
     opt_r = _Adam(R.shape) if cfg.optimizer == "adam" and learn_r else None
     kw = cfg.kernel_kwargs()
@@ -679,7 +699,7 @@ def _ascend(X, S, G, R, variant, bandwidth, cfg, rng, Xv=None, Sv=None):
         if median and it > 0 and it % cfg.bandwidth_every == 0:
             h = resolve_sliced_bandwidth(X @ G.T, "median", random_state=rng)
             if Xv is not None:
-                hv = resolve_sliced_bandwidth(Xv @ G.T, "median", random_state=rng)
+                hv = _heldout_bandwidth(X, Xv, G, rng, h)
             else:
                 hv = h
         if cfg.batch_size is not None and cfg.batch_size < X.shape[0]:
@@ -922,8 +942,8 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
             if isinstance(bandwidth, str):
                 # held-out projections: along learned directions the training spread is
                 # biased low (the directions fit it)
-                Xh = X if Xv is None else Xv
-                h = resolve_sliced_bandwidth(Xh @ G.T, "median", random_state=rng)
+                h = resolve_sliced_bandwidth(X @ G.T, "median", random_state=rng) \
+                    if Xv is None else _heldout_bandwidth(X, Xv, G, rng)
             # between starts: the held-out power criterion (statistic over its standard
             # deviation), which the test's power follows, rather than the raw value, which
             # a start with heavy-tailed projections can inflate by noise

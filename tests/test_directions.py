@@ -352,3 +352,31 @@ def test_moments_that_overflow_name_X():
         stein_moment_matrix(X, -X)
     with pytest.raises(ValueError, match="covariance of X"):
         independent_directions(X, 2, np.random.default_rng(0))
+
+
+def test_heldout_points_that_coincide_along_an_axis_take_the_training_bandwidth():
+    # integer data: the two held-out points of a 9-point sample agree in some coordinate
+    # (one time in seven each); before, the median of their differences along that axis
+    # was undefined and the search, and MaxSKSDTest on it, failed
+    from skstein import MaxSKSDTest
+    from skstein.directions import _heldout_bandwidth
+    from skstein.kernels import median_bandwidth_1d
+
+    rng = np.random.default_rng(3)
+    X = rng.integers(-3, 4, size=(9, 6)).astype(float)
+    Xv = np.array([[0.0, 1, 2, 3, -1, 2], [0.0, 2, 2, 1, 1, -3]])  # equal in 0 and 2
+    G = np.eye(6)
+    h = _heldout_bandwidth(X, Xv, G, np.random.default_rng(0))
+    h_train = median_bandwidth_1d(X)
+    np.testing.assert_array_equal(h[[0, 2]], h_train[[0, 2]])
+    np.testing.assert_array_equal(h[[1, 3, 4, 5]], median_bandwidth_1d(Xv[:, [1, 3, 4, 5]]))
+    # directions that separate the held-out points: their own medians, as before
+    Gr = np.linalg.qr(np.random.default_rng(1).normal(size=(6, 6)))[0]
+    np.testing.assert_array_equal(_heldout_bandwidth(X, Xv, Gr, np.random.default_rng(0)),
+                                  median_bandwidth_1d(Xv @ Gr.T))
+
+    data = np.random.default_rng(5)
+    for seed in range(6):
+        Xi = data.integers(-3, 4, size=(60, 17))
+        result = MaxSKSDTest(Gaussian(np.zeros(17)), random_state=seed).test(Xi)
+        assert np.isfinite(result.statistic) and 0 < result.pvalue <= 1

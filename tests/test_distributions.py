@@ -4,8 +4,8 @@ from scipy import stats
 
 from skstein import KSDTest
 from skstein._numba import numba_threads
-from skstein.distributions import (AffineTransformed, GaussBernRBM, Gaussian, Laplace, StudentT,
-                                   gaussian_diffusion)
+from skstein.distributions import (AffineTransformed, GaussBernRBM, Gaussian, GaussianMixture,
+                                   Laplace, StudentT, gaussian_diffusion)
 
 
 def _fd_grad(logpdf, X, eps=1e-6):
@@ -151,6 +151,8 @@ def test_distribution_validation():
         Gaussian(np.zeros((2, 2)))
     with pytest.raises(ValueError, match="dim"):
         Laplace(0)
+    with pytest.raises(ValueError, match="means must be a 2-D array"):
+        GaussianMixture([0.5, 0.5], np.zeros((2, 2, 2)), np.stack([np.eye(2)] * 2))
     with pytest.raises(ValueError, match="df"):
         StudentT(2, df=-1)
     with pytest.raises(ValueError, match="B must be"):

@@ -48,6 +48,9 @@ class GaussianMixture(Distribution):
 
     def __init__(self, weights, means, covariances, covariance_type="full"):
         means = np.atleast_2d(np.asarray(means, dtype=np.float64))
+        if means.ndim != 2:
+            raise ValueError(f"means must be a 2-D array (n_components, dim), got shape "
+                             f"{means.shape}.")
         K, d = means.shape
         weights = np.asarray(weights, dtype=np.float64).reshape(-1)
         if weights.shape != (K,) or np.any(weights < 0) or not np.all(np.isfinite(weights)) \
