@@ -252,15 +252,16 @@ def test_score_frame_is_the_principal_axes_for_isotropic_particles():
     np.testing.assert_allclose(R @ cov @ R.T, np.diag(w), atol=1e-9)
 
 
-def test_sliced_svgd_with_slices_is_the_axis_algorithm_in_rotated_coordinates():
-    # fixed directions and plain gradient steps (Adagrad and Adam act per coordinate,
-    # so only these are rotation-equivariant): particles agree to rounding
+@pytest.mark.parametrize("optimizer", ["sgd", "adagrad", "adam"])
+def test_sliced_svgd_with_slices_is_the_axis_algorithm_in_rotated_coordinates(optimizer):
+    # fixed directions: particles agree to rounding, whatever the step rule (AdaGrad's
+    # and Adam's per-coordinate scales act along the slices)
     dim = 5
     rng = np.random.default_rng(3)
     Q = np.linalg.qr(rng.standard_normal((dim, dim)))[0].T
     cov = _ar1(dim, 0.7)
     X0 = rng.standard_normal((30, dim))
-    kw = dict(n_iter=40, optimizer="sgd", step_size=0.05, slice_update_every=0)
+    kw = dict(n_iter=40, optimizer=optimizer, step_size=0.05, slice_update_every=0)
     a = SlicedSVGD(Gaussian(np.zeros(dim), cov), slices=Q, **kw).fit(X0)
     b = SlicedSVGD(Gaussian(np.zeros(dim), Q @ cov @ Q.T), slices="axes", **kw).fit(X0 @ Q.T)
     np.testing.assert_allclose(a.particles_, b.particles_ @ Q, rtol=1e-9, atol=1e-11)

@@ -176,7 +176,8 @@ def _on(device):
 @pytest.mark.parametrize("cls,kw", [
     (SVGD, {}),
     (SlicedSVGD, dict(slice_update_tol=0.0, slice_update_every=7, bandwidth_every=5)),
-], ids=["svgd", "sliced"])
+    (SlicedSVGD, dict(slices="score", slice_update_tol=0.0, slice_update_every=7)),
+], ids=["svgd", "sliced", "sliced-score"])
 def test_checks_every_few_iterations_on_a_device(dispatch, cls, kw):
     # array-api-strict's "device1" stands for a GPU: the particles are checked every
     # DEVICE_CHECK_EVERY iterations (and at recorded ones) instead of at each
@@ -278,8 +279,11 @@ def test_device_projection_medians_equal_the_hosts(case):
         projection_medians_xp(xps, xps.asarray(bad))
 
 
-@pytest.mark.parametrize("cls", [SVGD, SlicedSVGD])
-def test_deferred_checks_name_the_iteration_and_the_cause(dispatch, cls):
+@pytest.mark.parametrize("cls,kw", [
+    (SVGD, {}), (SlicedSVGD, {}),
+    (SlicedSVGD, dict(slices=np.array([[0.6, 0.8], [-0.8, 0.6]]))),  # the slices' step
+], ids=["svgd", "sliced", "sliced-slices"])
+def test_deferred_checks_name_the_iteration_and_the_cause(dispatch, cls, kw):
     # a check that fails runs the iterations since the last good one again, one by
     # one: the error is the one the CPU path raises, at the same iteration
     import re
@@ -287,7 +291,7 @@ def test_deferred_checks_name_the_iteration_and_the_cause(dispatch, cls):
     dev = xps.Device("device1")
     X0 = np.random.default_rng(0).standard_normal((50, 2))
     est = cls(lambda X: 10.0 * X, n_iter=60, step_size=1e6, optimizer="sgd",
-              history_every=1000)
+              history_every=1000, **kw)
     with pytest.raises(ValueError) as cpu, np.errstate(all="ignore"):
         est.fit(X0)
     with pytest.raises(ValueError) as gpu, np.errstate(all="ignore"):
@@ -309,7 +313,7 @@ def test_deferred_checks_name_the_iteration_and_the_cause(dispatch, cls):
 
     with pytest.raises(ValueError, match="score of target is not finite at 50"), \
             np.errstate(all="ignore"):
-        cls(score, n_iter=40, history_every=1000).fit(xps.asarray(X0, device=dev))
+        cls(score, n_iter=40, history_every=1000, **kw).fit(xps.asarray(X0, device=dev))
 
 
 @pytest.mark.parametrize("code,beta", [(0, -0.5), (1, -0.5), (1, -0.3)],

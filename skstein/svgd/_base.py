@@ -332,6 +332,13 @@ class _ParticleSampler(BaseEstimator):
         the moved points back (``SVGD(whiten=True)``)."""
         return None
 
+    def _step_frame(self, state):
+        """``None``, or orthonormal rows ``R``: the step rule then runs in the coordinates
+        ``X @ R.T``, on the terms that ``_terms`` / ``_terms_xp`` return in them, and the
+        particles are those coordinates times ``R`` (``SlicedSVGD`` along slices other
+        than the axes)."""
+        return None
+
     def _repulsion_weight(self, it):
         """Weight of the repulsive term at iteration ``it`` (``repulsion_warmup``)."""
         return 1.0 if it >= self.repulsion_warmup else (it + 1.0) / self.repulsion_warmup
@@ -345,6 +352,10 @@ class _ParticleSampler(BaseEstimator):
         # mini-batch score must not skip a batch)
         S = self._scores(score, X, True) if n_iter else None
         state = self._init_state(X, warm, rng, S)
+        frame = self._step_frame(state)
+        # the coordinates the step rule moves along the frame's rows (kept: the particles
+        # are computed from them, so no rounding accumulates from mapping back and forth)
+        F = None if frame is None else X @ frame.T
         hist = {"iteration": [], "step_norm": [], "discrepancy": [], "repulsive_force": [],
                 "variance": []}
         name = type(self).__name__
@@ -367,9 +378,11 @@ class _ParticleSampler(BaseEstimator):
                     hist["variance"].append(
                         float(np.mean(X.var(axis=0, ddof=1))) if X.shape[0] > 1
                         else float("nan"))
+                if F is not None:
+                    P = F
                 update, top = opt.apply(drive, repulse, P)  # moves P in place
-                if coords is not None:  # the moved points, back in X's coordinates
-                    np.matmul(P, coords[1].T, out=X)
+                if coords is not None or F is not None:  # the moved points, back in X's
+                    np.matmul(P, coords[1].T if F is None else frame, out=X)
                     top = float(np.max(np.abs(X))) if np.isfinite(top) else top
                 if record:
                     hist["step_norm"].append(float(np.mean(np.linalg.norm(update, axis=1))))
@@ -410,6 +423,10 @@ class _ParticleSampler(BaseEstimator):
         # float32 particles stay float32 (a device's fast precision); others float64
         Xd = xp.astype(Xd, Xd.dtype if Xd.dtype == xp.float32 else xp.float64, copy=True)
         state = self._init_state_xp(xp, Xd, X, warm, rng, score)
+        frame = self._step_frame(state)
+        if frame is not None:  # as in _run: the step rule's coordinates are kept
+            frame = xp.asarray(np.ascontiguousarray(frame), dtype=Xd.dtype, device=dev)
+            Fd = Xd @ xp.permute_dims(frame, (1, 0))
         opt = _OptimizerXp(xp, self.optimizer, self.step_size, X.shape, dev)
         hist = {"iteration": [], "step_norm": [], "discrepancy": [], "repulsive_force": [],
                 "variance": []}
@@ -419,7 +436,8 @@ class _ParticleSampler(BaseEstimator):
             if every > 1 and good is None:
                 # what the iterations from here change, kept until the next check passes
                 good = (it, Xd, opt.snapshot(), self._snapshot_state(state),
-                        rng.bit_generator.state, {k: len(v) for k, v in hist.items()})
+                        rng.bit_generator.state, {k: len(v) for k, v in hist.items()},
+                        None if frame is None else Fd)
             try:
                 S = xp_evaluate_score(score, Xd, xp, "target", check_finite=False)
                 drive, repulse = self._terms_xp(xp, Xd, S, state, it, rng)
@@ -435,7 +453,11 @@ class _ParticleSampler(BaseEstimator):
                 step = opt.step((drive + repulse) / n)
                 if record:
                     hist["step_norm"].append(_mean_row_norm(xp, step))
-                Xd = Xd + step
+                if frame is None:
+                    Xd = Xd + step
+                else:
+                    Fd = Fd + step
+                    Xd = Fd @ frame
                 checked = every == 1 or record or it + 1 - good[0] >= every \
                     or it == n_iter - 1
                 diverged = checked and not float(xp.max(xp.abs(Xd))) < _DIVERGED
@@ -445,7 +467,7 @@ class _ParticleSampler(BaseEstimator):
                 diverged = True  # found by an unchecked iteration's host work
             if diverged:
                 if every > 1:  # run the iterations since the last good check one by one
-                    it, Xd, kept, state, rng.bit_generator.state, lengths = good
+                    it, Xd, kept, state, rng.bit_generator.state, lengths, Fd = good
                     opt.restore(kept)
                     for k, v in hist.items():
                         del v[lengths[k]:]
