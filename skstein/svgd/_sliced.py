@@ -181,6 +181,10 @@ class SlicedSVGD(_ParticleSampler):
     n_particles : int, default=100
     n_iter : int, default=1000
     step_size : float, default=0.1
+        In the units of the particles, as for :class:`SVGD`: take it well below the
+        target's smallest standard deviation along a slice (the default suits targets
+        of unit scale; on N(0, 0.01^2 I) in 5 dimensions it left the particle
+        variance at 14 times the target's, ``step_size=1e-3`` at 1.01).
     optimizer : {"adagrad", "sgd", "adam"}, default="adagrad"
     kernel : {"rbf", "imq"}, default="rbf"
     bandwidth : {"median-log", "median"} or float, default="median"
