@@ -3,7 +3,9 @@
 Along slices ``R`` other than the axes, the sliced update is defined in the
 coordinates ``R x``; the step rule (AdaGrad by default, per-coordinate scales) now runs
 in them too. The comparison, in the same run, is against the step rule in the
-coordinates of ``X`` (the rule before), which a subclass restores.
+coordinates of ``X`` (the rule before), which a subclass restores, and against the
+step along the slices relative to the particles' spread there (``step_scale="spread"``,
+row ``spread``).
 
 Targets (all met with ``slices="auto"``, which takes the score frame on each):
 
@@ -77,8 +79,9 @@ def main():
         for name, target, mu, cov in _targets(d, args.seed):
             W = np.linalg.inv(np.linalg.cholesky(cov))
             w, V = np.linalg.eigh(cov)
-            for cls, label in ((_AxisStep, "axes"), (SlicedSVGD, "slices")):
-                est = cls(target, n_particles=n, n_iter=args.iters, random_state=0)
+            for cls, label, kw in ((_AxisStep, "axes", {}), (SlicedSVGD, "slices", {}),
+                                   (SlicedSVGD, "spread", {"step_scale": "spread"})):
+                est = cls(target, n_particles=n, n_iter=args.iters, random_state=0, **kw)
                 t = time.perf_counter()
                 X = est.fit().particles_
                 t = time.perf_counter() - t

@@ -161,6 +161,7 @@ def test_validation_errors():
         (dict(history_every=0), ValueError, "history_every"),
         (dict(repulsion_warmup=-1), ValueError, "repulsion_warmup"),
         (dict(repulsion_warmup=2.5), TypeError, "repulsion_warmup"),
+        (dict(step_scale="relative"), ValueError, "step_scale"),
     ]:
         with pytest.raises(err, match=word):
             SVGD(target, **kw).fit(X)
@@ -503,3 +504,51 @@ def test_whitened_direction_is_the_sgd_step_and_bad_input_is_refused():
         SVGD(target, whiten=True, n_iter=2).fit(flat)
     with pytest.raises((TypeError, ValueError), match="whiten"):
         SVGD(target, whiten="yes").fit(X0)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adagrad", "adam"])
+@pytest.mark.parametrize("cls", [SVGD, SlicedSVGD])
+def test_spread_step_is_scale_equivariant(cls, optimizer):
+    # step_scale="spread": a target and particles rescaled by s give the particles
+    # rescaled by s, whatever the step rule (with "absolute" they do not: the steps of
+    # AdaGrad and Adam are step_size long in every coordinate)
+    rng = np.random.default_rng(4)
+    X0 = rng.standard_normal((30, 3)) + 0.5
+    kw = dict(n_iter=25, optimizer=optimizer, step_size=0.05 if optimizer == "sgd" else 0.1)
+    if cls is SVGD:  # one bandwidth for all coordinates: equivariant under one scale
+        scales = np.full(3, 30.0 if optimizer == "sgd" else 1e-2)
+    else:  # one kernel per coordinate, fixed directions: a scale per coordinate
+        scales = np.array([1e-2, 1.0, 30.0 if optimizer == "sgd" else 0.1])
+        kw.update(slices="axes", slice_update_every=0)
+    a = cls(Gaussian(np.zeros(3)), step_scale="spread", **kw).fit(X0).particles_
+    b = cls(Gaussian(np.zeros(3), scales**2), step_scale="spread", **kw).fit(
+        X0 * scales).particles_
+    # to rounding with SGD; AdaGrad's and Adam's guards against a zero division (1e-6
+    # and 1e-8 added to the field's magnitude, which scales as 1 / s) move steps
+    # where the field is small at unit scale (1.4e-4 here) by up to 1e-6 / 1.4e-4
+    np.testing.assert_allclose(b / scales, a, rtol=1e-9 if optimizer == "sgd" else 0,
+                               atol=1e-12 if optimizer == "sgd" else 1e-3)
+    c = cls(Gaussian(np.zeros(3), scales**2), **kw).fit(X0 * scales).particles_
+    if optimizer != "sgd":
+        assert np.max(np.abs(c / scales - a)) > 0.1
+    # on a unit-scale start the first step is that of "absolute" times the spread
+    one = dict(kw, n_iter=1)
+    d = cls(Gaussian(np.zeros(3)), step_scale="spread", **one).fit(X0).particles_
+    e = cls(Gaussian(np.zeros(3)), **one).fit(X0).particles_
+    sd = X0.std(axis=0, ddof=1)
+    factor = sd * sd if optimizer == "sgd" else sd
+    np.testing.assert_allclose(d - X0, (e - X0) * factor, rtol=1e-9, atol=1e-14)
+
+
+def test_spread_step_refuses_particles_it_cannot_move():
+    target = Gaussian(np.zeros(3))
+    X0 = np.random.default_rng(0).standard_normal((10, 3))
+    flat = X0.copy()
+    flat[:, 1] = 0.5
+    for cls in (SVGD, SlicedSVGD):
+        with pytest.raises(ValueError, match="step_scale='spread'.*coordinate 1"):
+            cls(target, step_scale="spread", slices="axes", n_iter=2).fit(flat) \
+                if cls is SlicedSVGD else cls(target, step_scale="spread", n_iter=2).fit(flat)
+        with pytest.raises(ValueError, match="at least 2 particles"):
+            cls(target, step_scale="spread", n_iter=2).fit(X0[:1])
+    cls(target, step_scale="spread", n_iter=0).fit(flat)  # no step: nothing to refuse

@@ -43,7 +43,11 @@ AR1 = 0.8 ** np.abs(np.subtract.outer(np.arange(4), np.arange(4)))
     (SlicedSVGD, dict(kernel="imq", slice_update_tol=0.0, slice_update_every=2,
                       bandwidth_every=3)),
     (SlicedSVGD, dict(slices="score", slice_update_tol=0.0, slice_update_every=3)),
-], ids=["svgd", "svgd-imq-adam", "svgd-fixed-sgd", "sliced", "sliced-imq", "sliced-score"])
+    (SVGD, dict(step_scale="spread")),
+    (SVGD, dict(step_scale="spread", optimizer="sgd")),
+    (SlicedSVGD, dict(slices="score", step_scale="spread", optimizer="adam")),
+], ids=["svgd", "svgd-imq-adam", "svgd-fixed-sgd", "sliced", "sliced-imq", "sliced-score",
+        "svgd-spread", "svgd-spread-sgd", "sliced-score-spread-adam"])
 def test_array_api_particles_equal_the_numba_path(dispatch, cls, kw):
     X0 = np.random.default_rng(0).standard_normal((40, 4)) + 1.0
     score = _score(MU, AR1)

@@ -30,6 +30,9 @@ from ..flows import adagrad_update, field_from_terms
 from ..kernels import KERNELS, check_bandwidth, make_kernel
 
 OPTIMIZERS = ("sgd", "adagrad", "adam")
+#: what ``step_size`` is measured in: the particles' units, or their standard deviation
+#: along each coordinate of the step
+STEP_SCALES = ("absolute", "spread")
 #: Largest magnitude whose square float64 holds (the adaptive steps square the direction).
 _MAX_SQUARABLE = float(np.sqrt(np.finfo(np.float64).max))
 #: Particles beyond this magnitude have diverged (their squared distances would overflow).
@@ -50,13 +53,20 @@ class _Optimizer:
       step ``step_size * phi / (1e-6 + sqrt(v))`` (one compiled pass with the
       update of the particles and the checks).
     * ``adam``: Adam (beta1 = 0.9, beta2 = 0.999, eps = 1e-8).
+
+    With ``spread``, ``step_size`` is relative to the particles' standard deviation
+    along each coordinate, ``sd``, taken before each step: the ``adagrad`` and ``adam``
+    steps are multiplied by ``sd``, the ``sgd`` step by ``sd^2`` (the field has the
+    units of a score), so that every rule is equivariant under rescaling a
+    coordinate.
     """
 
-    def __init__(self, name, step_size, shape):
+    def __init__(self, name, step_size, shape, spread=False):
         self.name, self.lr = name, step_size
         self.v = np.zeros(shape) if name == "adagrad" else None
         self.t = 0
         self.adam = _Adam(shape) if name == "adam" else None
+        self.spread = spread
 
     def _check_squarable(self, top):
         """Raise unless ``top`` (the largest ``|phi|``) can be squared in float64."""
@@ -72,20 +82,50 @@ class _Optimizer:
         ``drive`` may be overwritten. Returns the step and ``max |X|`` after it.
         """
         self.t += 1
-        if self.name == "adagrad":
+        if self.name == "adagrad" and not self.spread:
             vmax, xtop = adagrad_update(drive, repulse, X.shape[0], self.v, self.t == 1,
                                         self.lr, X)
             if not np.isfinite(vmax):  # some phi^2 overflowed (or phi is NaN)
                 self._check_squarable(np.inf if vmax == np.inf else vmax)
             return drive, xtop
+        lr = self.lr
+        if self.spread:
+            sd = _spread(X)
+            lr = lr * sd * sd if self.name == "sgd" else lr * sd
         phi = field_from_terms(drive, repulse, X.shape[0])
         if self.name == "sgd":
-            step = self.lr * phi
+            step = lr * phi
+        elif self.name == "adagrad":
+            # the arithmetic of adagrad_update, with a step size per coordinate
+            self._check_squarable(float(np.max(np.abs(phi))))
+            sq = phi * phi
+            self.v = sq if self.t == 1 else self.v * 0.9 + sq * 0.1
+            step = phi / (np.sqrt(self.v) + 1e-6) * lr
         else:
             self._check_squarable(float(np.max(np.abs(phi))))
-            step = self.lr * self.adam.step(phi)
+            step = lr * self.adam.step(phi)
         X += step
         return step, float(np.max(np.abs(X)))
+
+
+def _spread(X):
+    """The particles' standard deviation along each coordinate (``step_scale="spread"``)."""
+    return np.std(X, axis=0, ddof=1)
+
+
+def _check_spread(X, what):
+    """Refuse particles that ``step_scale="spread"`` could not move: fewer than two, or
+    all equal along a coordinate (a step relative to a spread of zero is zero)."""
+    if X.shape[0] < 2:
+        raise ValueError(f"step_scale='spread' needs at least 2 particles; {what} has "
+                         f"{X.shape[0]}.")
+    flat = np.flatnonzero(~(np.ptp(X, axis=0) > 0))
+    if flat.size:
+        raise ValueError(f"step_scale='spread' measures the step along each coordinate in "
+                         f"the particles' spread, and {what} do not spread along coordinate "
+                         f"{int(flat[0])} of the step{' (and others)' if flat.size > 1 else ''}"
+                         ": they would never move along it; start from distinct values "
+                         "there, or use step_scale='absolute'.")
 
 
 def _check_particle_sets(Z):
@@ -122,7 +162,8 @@ class _ParticleSampler(BaseEstimator):
 
     def __init__(self, target, *, n_particles=100, n_iter=1000, step_size=0.1,
                  optimizer="adagrad", kernel="rbf", bandwidth="median-log", kernel_params=None,
-                 repulsion_warmup=0, history_every=10, random_state=None, verbose=0):
+                 repulsion_warmup=0, history_every=10, random_state=None, verbose=0,
+                 step_scale="absolute"):
         # the parameters every particle sampler has (SVGD's signature and defaults)
         self.target = target
         self.n_particles = n_particles
@@ -136,6 +177,7 @@ class _ParticleSampler(BaseEstimator):
         self.history_every = history_every
         self.random_state = random_state
         self.verbose = verbose
+        self.step_scale = step_scale
 
     def _check_params(self, target=True):
         if target:  # False where a score is given in its place (``direction``)
@@ -144,6 +186,7 @@ class _ParticleSampler(BaseEstimator):
         check_positive_int(self.n_iter, "n_iter", minimum=0)
         check_positive_float(self.step_size, "step_size")
         check_choice(self.optimizer, "optimizer", OPTIMIZERS)
+        check_choice(self.step_scale, "step_scale", STEP_SCALES)
         check_choice(self.kernel, "kernel", KERNELS)
         check_positive_int(self.history_every, "history_every")
         check_positive_int(self.repulsion_warmup, "repulsion_warmup", minimum=0)
@@ -346,7 +389,8 @@ class _ParticleSampler(BaseEstimator):
     def _run(self, X, rng, warm, n_iter=None):
         n_iter = self.n_iter if n_iter is None else n_iter
         X = np.array(X, dtype=np.float64, order="C")  # moved in place
-        opt = _Optimizer(self.optimizer, self.step_size, X.shape)
+        spread = self.step_scale == "spread"
+        opt = _Optimizer(self.optimizer, self.step_size, X.shape, spread)
         score = resolve_score(self.target, "target")
         # the first scores serve the initial state too (one call per iteration: a
         # mini-batch score must not skip a batch)
@@ -356,6 +400,8 @@ class _ParticleSampler(BaseEstimator):
         # the coordinates the step rule moves along the frame's rows (kept: the particles
         # are computed from them, so no rounding accumulates from mapping back and forth)
         F = None if frame is None else X @ frame.T
+        if spread and n_iter:
+            _check_spread(X if F is None else F, "the initial particles")
         hist = {"iteration": [], "step_norm": [], "discrepancy": [], "repulsive_force": [],
                 "variance": []}
         name = type(self).__name__
@@ -428,6 +474,9 @@ class _ParticleSampler(BaseEstimator):
             frame = xp.asarray(np.ascontiguousarray(frame), dtype=Xd.dtype, device=dev)
             Fd = Xd @ xp.permute_dims(frame, (1, 0))
         opt = _OptimizerXp(xp, self.optimizer, self.step_size, X.shape, dev)
+        spread = self.step_scale == "spread"
+        if spread and n_iter:
+            _check_spread(X if frame is None else to_host(Fd), "the initial particles")
         hist = {"iteration": [], "step_norm": [], "discrepancy": [], "repulsive_force": [],
                 "variance": []}
         n = X.shape[0]
@@ -450,7 +499,8 @@ class _ParticleSampler(BaseEstimator):
                     hist["repulsive_force"].append(_mean_row_norm(xp, repulse) / n)
                     hist["variance"].append(float(xp.mean(xp.var(Xd, axis=0, correction=1)))
                                             if n > 1 else float("nan"))
-                step = opt.step((drive + repulse) / n)
+                step = opt.step((drive + repulse) / n, None if not spread else
+                                xp.std(Xd if frame is None else Fd, axis=0, correction=1))
                 if record:
                     hist["step_norm"].append(_mean_row_norm(xp, step))
                 if frame is None:
@@ -531,19 +581,24 @@ class _OptimizerXp(_Optimizer):
         if self.last is not None and not bool(xp.all(xp.isfinite(self.last * self.last))):
             self._check_squarable(float(xp.max(xp.abs(self.last))))
 
-    def step(self, phi):
+    def step(self, phi, sd=None):
+        """The step for the field ``phi``; ``sd``: the particles' spread per coordinate
+        (``step_scale="spread"``, as :meth:`_Optimizer.apply`)."""
         xp = self.xp
         self.t += 1
+        lr = self.lr
+        if sd is not None:
+            lr = lr * sd * sd if self.name == "sgd" else lr * sd
         if self.name == "sgd":
-            return self.lr * phi
+            return lr * phi
         sq = phi * phi
         self.last = phi
         if self.name == "adagrad":
             self.v = sq if self.t == 1 else self.v * 0.9 + sq * 0.1
-            return phi / (xp.sqrt(self.v) + 1e-6) * self.lr
+            return phi / (xp.sqrt(self.v) + 1e-6) * lr
         b1, b2 = 0.9, 0.999
         self.m = (1 - b1) * phi if self.m is None else self.m * b1 + (1 - b1) * phi
         self.v = (1 - b2) * phi * phi if self.v is None else self.v * b2 + (1 - b2) * phi * phi
         mhat = self.m / (1 - b1**self.t)
         vhat = self.v / (1 - b2**self.t)
-        return self.lr * (mhat / (xp.sqrt(vhat) + 1e-8))
+        return lr * (mhat / (xp.sqrt(vhat) + 1e-8))

@@ -224,6 +224,13 @@ class SlicedSVGD(_ParticleSampler):
     random_state : None, int or Generator
     verbose : int, bool or "auto", default=0
         As for :class:`SVGD`.
+    step_scale : {"absolute", "spread"}, default="absolute"
+        As for :class:`SVGD`; along slices other than the axes, the spread is taken
+        along the slices. With ``"spread"`` the default ``step_size`` suited N(0, s^2 I)
+        (D = 5) for s from 1e-3 to 100 alike, and on rotated Gaussians of condition
+        number 1e4 the particle mean's error fell from 0.63 to 0.17 target standard
+        deviations (D = 10, N = 200) and from 1.03 to 0.33 (D = 30, N = 100)
+        (``benchmarks/bench_sliced_frame.py``).
 
     Attributes
     ----------
@@ -246,12 +253,13 @@ class SlicedSVGD(_ParticleSampler):
                  init_directions="identity", slices="auto", slice_update_every=10,
                  slice_update_tol=0.05,
                  slice_steps=1, slice_learning_rate=0.001, bandwidth_every=10,
-                 repulsion_warmup=0, history_every=10, random_state=None, verbose=0):
+                 repulsion_warmup=0, history_every=10, random_state=None, verbose=0,
+                 step_scale="absolute"):
         super().__init__(target, n_particles=n_particles, n_iter=n_iter, step_size=step_size,
                          optimizer=optimizer, kernel=kernel, bandwidth=bandwidth,
                          kernel_params=kernel_params, repulsion_warmup=repulsion_warmup,
                          history_every=history_every, random_state=random_state,
-                         verbose=verbose)
+                         verbose=verbose, step_scale=step_scale)
         self.init_directions = init_directions
         self.slices = slices
         self.slice_update_every = slice_update_every

@@ -87,6 +87,19 @@ class SVGD(_ParticleSampler):
         The covariance is the particles' own, so ``whiten`` needs more particles
         than dimensions, spread in all of them; it suits a target with one mode
         (with separated modes that covariance spans them). NumPy particles only.
+    step_scale : {"absolute", "spread"}, default="absolute"
+        What ``step_size`` is measured in. ``"absolute"``: the particles' units (see
+        ``step_size``). ``"spread"``: the particles' standard deviation along each
+        coordinate of the step, taken before each step; the AdaGrad and Adam steps are
+        multiplied by it and the SGD step by its square, so that rescaling the target
+        and the particles rescales the run (up to the step rules' guards against a
+        zero division), and the particles' jitter once settled is a fraction of their
+        spread. The default ``step_size`` then suits any scale: on N(0, s^2 I) in 5
+        dimensions (``benchmarks/bench_svgd_scale.py``) the mean's error stayed at
+        0.028-0.034 of s and the variance at 0.71-0.72 of the target's for s from
+        1e-3 to 100. Needs at least two particles, spread along every coordinate.
+        With ``whiten=True`` the spread is one in the whitened coordinates, and the
+        two coincide.
 
     Attributes
     ----------
@@ -115,12 +128,12 @@ class SVGD(_ParticleSampler):
     def __init__(self, target, *, n_particles=100, n_iter=1000, step_size=0.1,
                  optimizer="adagrad", kernel="rbf", bandwidth="median-log", kernel_params=None,
                  repulsion_warmup=0, history_every=10, random_state=None, verbose=0,
-                 whiten=False):
+                 whiten=False, step_scale="absolute"):
         super().__init__(target, n_particles=n_particles, n_iter=n_iter, step_size=step_size,
                          optimizer=optimizer, kernel=kernel, bandwidth=bandwidth,
                          kernel_params=kernel_params, repulsion_warmup=repulsion_warmup,
                          history_every=history_every, random_state=random_state,
-                         verbose=verbose)
+                         verbose=verbose, step_scale=step_scale)
         self.whiten = whiten
 
     def _check_params(self, target=True):
