@@ -285,7 +285,9 @@ class SlicedSVGD(_ParticleSampler):
         of Algorithm 3 of Gong et al. 2021 (amortised S-SVGD): from a fitted
         estimator they go on from its directions; one ``optimizer="sgd"`` iteration
         of :meth:`fit` from ``X0`` moves it to ``X0 + step_size * direction(X0)`` of
-        an unfitted copy.
+        an unfitted copy (with ``step_scale="absolute"``; with ``"spread"``, to
+        ``X0 + step_size * var * direction(X0)``, ``var`` the variance of ``X0``
+        along each coordinate, along the axes).
 
         Unfitted, the first call initialises the directions and slices from ``Z``
         (its first set for a batch) and the scores there, as :meth:`fit` does from

@@ -148,7 +148,8 @@ class SVGD(_ParticleSampler):
         z_i)]`, with the estimator's ``kernel``, ``bandwidth`` rule and
         ``kernel_params``: the same numbers :meth:`fit` steps along, so one
         ``optimizer="sgd"`` iteration of :meth:`fit` from ``X0`` gives
-        ``X0 + step_size * direction(X0)``. The estimator is not changed.
+        ``X0 + step_size * direction(X0)`` (with ``step_scale="absolute"``). The
+        estimator is not changed.
 
         For particles produced by a model, e.g. an encoder trained by amortisation
         (Gong et al. 2021, Algorithm 3; Feng, Wang & Liu 2017): the encoder
