@@ -799,7 +799,20 @@ def whitening(X):
     from sklearn.covariance import ledoit_wolf
 
     X = check_samples(X)
-    C, _ = ledoit_wolf(X)
+    # the shrinkage squares the covariance's entries (fourth powers of X): far from
+    # unit scale, X is scaled by a power of two first, which changes no rounding
+    with np.errstate(over="ignore"):
+        top = float(np.max(np.abs(X - X.mean(axis=0))))
+    if not np.isfinite(top):
+        raise ValueError("the deviations of X from its mean overflow float64, so X cannot "
+                         "be whitened; rescale X.")
+    k = int(np.round(np.log2(top))) if top > 0 and not 2.0**-60 < top < 2.0**60 else 0
+    C, _ = ledoit_wolf(np.ldexp(X, -k))
+    with np.errstate(over="ignore"):
+        C = np.ldexp(C, 2 * k)
+    if not np.all(np.isfinite(C)):
+        raise ValueError("the covariance of X overflows float64, so X cannot be whitened; "
+                         "rescale X.")
     w, V = np.linalg.eigh(C)
     if not (np.all(np.isfinite(w)) and w[-1] > 0):
         raise ValueError("all samples coincide (X has no two distinct rows), so X cannot "

@@ -155,3 +155,23 @@ def test_bandwidth_heuristics_equal_numpy_order_statistics():
         ref = np.geomspace(min(low, med), GRID_TOP * med, 10)
         np.testing.assert_array_equal(bandwidth_grid(X, random_state=3), ref)
         assert median_bandwidth(X, random_state=3) == med
+
+
+def test_whitening_far_from_unit_scale():
+    # the Ledoit-Wolf shrinkage squares the covariance (fourth powers of X): X is
+    # scaled by a power of two first, so the result scales exactly, and data at 1e150
+    # are whitened where the shrinkage alone returned NaN
+    from skstein.kernels import whitening
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 3)) @ np.array([[1.0, 0.5, 0.0], [0.0, 2.0, 0.3], [0.0, 0.0, 0.5]])
+    A, B = whitening(X)
+    for s in (2.0**100, 2.0**-120):
+        A2, B2 = whitening(X * s)
+        np.testing.assert_array_equal(A2 * s, A)
+        np.testing.assert_array_equal(B2 / s, B)
+    A3, _ = whitening(X * 1e150)
+    np.testing.assert_allclose(A3 * 1e150, A, rtol=1e-12)
+    X[0] = 1e300
+    with pytest.raises(ValueError, match="covariance of X overflows"):
+        whitening(X)
