@@ -175,6 +175,11 @@ def test_validation_errors():
     bad[0, 0] = np.inf
     with pytest.raises(ValueError, match="infinity|NaN"):
         SVGD(target).fit(bad)
+    bad[0, 0] = -2e150  # finite, but where moved particles count as diverged
+    with pytest.raises(ValueError, match="X0 has entries of magnitude 2e"):
+        SVGD(target).fit(bad)
+    with pytest.raises(ValueError, match="^X has entries of magnitude 2e"):
+        SlicedSVGD(target, n_iter=1).fit(X + np.arange(5)[:, None]).move(bad)
 
 
 @pytest.mark.parametrize("cls", [SVGD, SlicedSVGD])

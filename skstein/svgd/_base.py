@@ -213,6 +213,10 @@ class _ParticleSampler(BaseEstimator):
         name = "X0" if reset else "X"
         X = validate_samples(self, X0, reset=reset, min_samples=1, copy=True, name=name)
         check_model_dim(self.target, X, "target", of=name)
+        if not np.max(np.abs(X)) < _DIVERGED:  # the check of moved particles would fire
+            raise ValueError(f"{name} has entries of magnitude {np.max(np.abs(X)):.3g}, at "
+                             f"or beyond {_DIVERGED:g}, where the particles count as "
+                             "diverged; rescale the problem.")
         repeated = X.shape[0] - np.unique(X, axis=0).shape[0]
         if repeated:
             warnings.warn(
