@@ -104,6 +104,7 @@ class BNNRegressor(RegressorMixin, BaseEstimator):
         :class:`skstein.SlicedSVGD`); not those that ``BNNRegressor`` sets itself
         (``n_particles``, ``step_size``, ...). Sliced SVGD runs along the
         coordinate axes (``slices="axes"``) unless ``sampler_params`` says otherwise.
+        ``step_scale`` stays ``"absolute"``: the initial particles share their biases.
     random_state : None, int or numpy.random.Generator, default=None
         Seeds the split, the initial particles, the batch order and the sampler.
     verbose : int, bool or "auto", default=False
@@ -193,6 +194,11 @@ class BNNRegressor(RegressorMixin, BaseEstimator):
         if unknown:
             raise ValueError(f"sampler_params: {unknown} are not parameters of "
                              f"{cls.__name__}.")
+        if params.get("step_scale", "absolute") != "absolute":
+            raise ValueError("sampler_params: step_scale must be 'absolute' here: Liu & "
+                             "Wang's initial particles share their biases (zero), and "
+                             "steps relative to the particles' spread would never move "
+                             "them.")
         check_verbose(self.verbose)
 
     @staticmethod

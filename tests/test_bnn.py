@@ -180,6 +180,7 @@ def test_bad_data_raises_naming_it(bad, name):
     ("init_scale", 0.0, "init_scale"),
     ("sampler_params", {"n_particles": 3}, "sampler_params"),
     ("sampler_params", {"slice_count": 3}, "sampler_params"),
+    ("sampler_params", {"step_scale": "spread"}, "step_scale must be 'absolute'"),
 ])
 def test_bad_parameters_raise_naming_them(param, value, match):
     X, y = toy(20)
