@@ -57,8 +57,9 @@ class _Optimizer:
     With ``spread``, ``step_size`` is relative to the particles' standard deviation
     along each coordinate, ``sd``, taken before each step: the ``adagrad`` and ``adam``
     steps are multiplied by ``sd``, the ``sgd`` step by ``sd^2`` (the field has the
-    units of a score), so that every rule is equivariant under rescaling a
-    coordinate.
+    units of a score), so that every rule commutes with rescaling a coordinate (the
+    field of sliced SVGD along fixed axes does too; SVGD's, with one bandwidth, with
+    rescaling all coordinates by one factor).
     """
 
     def __init__(self, name, step_size, shape, spread=False):
@@ -117,8 +118,8 @@ def _check_spread(X, what):
     """Refuse particles that ``step_scale="spread"`` could not move: fewer than two, or
     all equal along a coordinate (a step relative to a spread of zero is zero)."""
     if X.shape[0] < 2:
-        raise ValueError(f"step_scale='spread' needs at least 2 particles; {what} has "
-                         f"{X.shape[0]}.")
+        raise ValueError(f"step_scale='spread' needs at least 2 particles; got "
+                         f"{X.shape[0]} ({what}).")
     flat = np.flatnonzero(~(np.ptp(X, axis=0) > 0))
     if flat.size:
         raise ValueError(f"step_scale='spread' measures the step along each coordinate in "

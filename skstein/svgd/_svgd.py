@@ -92,9 +92,9 @@ class SVGD(_ParticleSampler):
         ``step_size``). ``"spread"``: the particles' standard deviation along each
         coordinate of the step, taken before each step; the AdaGrad and Adam steps are
         multiplied by it and the SGD step by its square, so that rescaling the target
-        and the particles rescales the run (up to the step rules' guards against a
-        zero division), and the particles' jitter once settled is a fraction of their
-        spread. The default ``step_size`` then suits any scale: on N(0, s^2 I) in 5
+        and the particles by one factor rescales the run (up to the step rules' guards
+        against a zero division), and the particles' jitter once settled is a fraction
+        of their spread. The default ``step_size`` then suits any scale: on N(0, s^2 I) in 5
         dimensions (``benchmarks/bench_svgd_scale.py``) the mean's error stayed at
         0.028-0.034 of s and the variance at 0.71-0.72 of the target's for s from
         1e-3 to 100. Needs at least two particles, spread along every coordinate.
