@@ -224,10 +224,12 @@ ALL_STARTS = {"g": AUTO_STARTS["g"] + ("ica",), "rg": AUTO_STARTS["rg"] + ("ica"
 
 
 def _standardised(X):
-    """Centred data divided by its overall root mean square (one scale for all axes)."""
+    """``(Xs, scale)``: the centred data divided by ``scale``, their overall root mean
+    square (one scale for all axes; 1 for a constant sample)."""
     Xc = X - X.mean(axis=0)
-    scale = np.sqrt(np.mean(Xc * Xc))
-    return Xc / (scale if scale > 0 else 1.0)
+    scale = float(np.sqrt(np.mean(Xc * Xc)))
+    scale = scale if scale > 0 else 1.0
+    return Xc / scale, scale
 
 
 def stein_moment_matrix(X, S):
@@ -327,7 +329,11 @@ def _transposed(Xs, S):
 
 def _cubic_start(X, S, variant, m, rng, orthogonal_slices):
     d = X.shape[1]
-    Xs = _standardised(X)
+    Xs, scale = _standardised(X)
+    # the scores of the model of the standardised data (the chain rule): the cubic
+    # moment is a Stein identity only with them (before, the data's own scores made
+    # the start depend on the units of X)
+    S = S * scale
     n = Xs.shape[0]
     if variant == "g":
         G = np.eye(d)
@@ -526,13 +532,45 @@ def resolve_starts(starts, variant):
     return names
 
 
+#: ``_Adam(scale_free=True)``: first gradients whose root-mean-square lies outside
+#: [2^-SCALE_FREE_WINDOW, 2^SCALE_FREE_WINDOW] fix a power of two that brings them to
+#: unit scale
+SCALE_FREE_WINDOW = 20
+
+
 class _Adam:
-    def __init__(self, shape, beta1=0.9, beta2=0.999, eps=1e-8):
+    """Adam's step direction (``step`` returns ``mhat / (sqrt(vhat) + eps)``).
+
+    ``scale_free=True``: the guard ``eps`` is held relative to the gradients' scale, so
+    the steps do not depend on the units of the problem. The maxSKSD objective of data
+    in units ``s`` has gradients of order ``1 / s^2`` in the directions: at ``s = 1e6``
+    they are far below ``eps`` and the steps vanish (the identity start's ascent on a
+    rotated-Laplace sample in ten dimensions ended at -0.008 there, against 0.055 at
+    unit scale). The first gradient's root-mean-square, if outside
+    [2^-SCALE_FREE_WINDOW, 2^SCALE_FREE_WINDOW], fixes a power of two (at most 2^300
+    either way) by which every gradient is multiplied: exact, and none inside that
+    window, so problems near unit scale take the same steps as with plain Adam.
+    """
+
+    def __init__(self, shape, beta1=0.9, beta2=0.999, eps=1e-8, scale_free=False):
         self.m = np.zeros(shape)
         self.v = np.zeros(shape)
         self.b1, self.b2, self.eps, self.t = beta1, beta2, eps, 0
+        self.scale_free = scale_free
+        self.k = None  # the power of two of scale_free, fixed at the first step
+
+    def _rescaled(self, grad):
+        if self.k is None:
+            with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+                rms = float(np.sqrt(np.mean(np.square(grad)))) if np.size(grad) else 0.0
+            inside = 2.0**-SCALE_FREE_WINDOW <= rms <= 2.0**SCALE_FREE_WINDOW
+            self.k = 0 if inside or not (np.isfinite(rms) and rms > 0) else \
+                int(np.clip(-np.round(np.log2(rms)), -300, 300))
+        return np.ldexp(grad, self.k) if self.k else grad
 
     def step(self, grad):
+        if self.scale_free:
+            grad = self._rescaled(grad)
         self.t += 1
         self.m *= self.b1
         self.m += (1 - self.b1) * grad
@@ -686,8 +724,8 @@ def _ascend(X, S, G, R, variant, bandwidth, cfg, rng, Xv=None, Sv=None):
     median = isinstance(bandwidth, str)
     h = resolve_sliced_bandwidth(X @ G.T, bandwidth, random_state=rng)
     hv = h if Xv is None or not median else _heldout_bandwidth(X, Xv, G, rng, h)
-    opt_g = _Adam(G.shape) if cfg.optimizer == "adam" else None
-    opt_r = _Adam(R.shape) if cfg.optimizer == "adam" and learn_r else None
+    opt_g = _Adam(G.shape, scale_free=True) if cfg.optimizer == "adam" else None
+    opt_r = _Adam(R.shape, scale_free=True) if cfg.optimizer == "adam" and learn_r else None
     kw = cfg.kernel_kwargs()
     best_val = np.full(G.shape[0], -np.inf)
     bG, bR, bh = G.copy(), R.copy(), hv.copy()
@@ -722,7 +760,9 @@ def _ascend(X, S, G, R, variant, bandwidth, cfg, rng, Xv=None, Sv=None):
         bG[better], bR[better], bh[better] = G[better], R[better], hv[better]
         total = float(best_val.sum())
         history.append(float(sel.sum()))
-        if total > best_total + cfg.tol * max(abs(best_total), 1e-12) or best_total == -np.inf:
+        # progress relative to the best so far (no absolute floor: the objective of
+        # data in units s scales as 1 / s^2)
+        if total > best_total + cfg.tol * abs(best_total) or best_total == -np.inf:
             since_best = 0
         else:
             since_best += 1

@@ -152,12 +152,21 @@ class SteinSums:
         :math:`\sigma^2_{H_1} = 4\,\mathrm{Var}_i[\frac{1}{N-1}\sum_{j \ne i} h_p(x_i, x_j)]`
         is the asymptotic variance of :math:`\sqrt{N}\,\mathrm{KSD}^2_U` under the
         alternative, so the criterion is proportional to the test's asymptotic power
-        proxy (Jitkrittum et al. 2017; Liu et al. 2020).
+        proxy (Jitkrittum et al. 2017; Liu et al. 2020). The Stein kernel of data in
+        units :math:`s` scales as :math:`1/s^2` and its variance as :math:`1/s^4`, so
+        :math:`\epsilon` is held relative to the squared scale of the row means
+        :math:`c` (their largest magnitude) when :math:`c` lies outside
+        :math:`[2^{-10}, 2^{10}]`: times :math:`c^2` rounded to a power of four (data
+        at 1000 times unit scale had their criterion set by :math:`\epsilon`, ranking
+        the starts of the direction search by their raw statistic).
         """
         r = self.rowsums / (self.n - 1)
         with np.errstate(over="ignore"):
             sigma2 = 4.0 * float(np.var(r))
         if np.isfinite(sigma2):
+            c = float(np.max(np.abs(r))) if r.size else 0.0
+            if c > 0 and not 2.0**-10 <= c <= 2.0**10:
+                eps = float(np.ldexp(eps, 2 * int(np.round(np.log2(c)))))
             return self.statistic("u") / np.sqrt(sigma2 + eps)
         # terms so large that their variance overflows (data far from the model's scale):
         # the same ratio, with the spread taken in units of the largest row mean
@@ -538,7 +547,9 @@ def ksd_power_criterion(X, model, *, kernel="rbf", bandwidth="median", kernel_pa
         The sample, at least 3 points.
     %(stein_kernel_parameters)s
     eps : float, default=1e-10
-        Added to the variance estimate before the square root; a positive finite float.
+        Added to the variance estimate before the square root; a positive finite float,
+        held relative to the squared scale of the Stein kernel's row means when that
+        scale is far from one (see :meth:`SteinSums.power_criterion`).
     max_memory : int, default=64 MiB
         Bound on the temporaries of the pass.
 

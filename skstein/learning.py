@@ -356,8 +356,9 @@ class MaxSKSDLoss(_ModelGradientMixin, BaseEstimator):
         G, R = _first_start(self.init, self.variant, m, d, rng, orthogonal)
         adam = self.optimizer == "adam"
         self._rng = rng
-        self._opt_g = _Adam(G.shape, *betas) if adam else None
-        self._opt_r = _Adam(R.shape, *betas) if adam and self.variant == "rg" else None
+        self._opt_g = _Adam(G.shape, *betas, scale_free=True) if adam else None
+        self._opt_r = _Adam(R.shape, *betas, scale_free=True) if adam and \
+            self.variant == "rg" else None
         self.directions_, self.slices_ = G, R
         self.whitening_ = white
         self.bandwidth_ = None

@@ -287,7 +287,8 @@ def _cubic_problem(n, d, seed):
     X = rng.laplace(size=(n, d)) @ rng.standard_normal((d, d))
     S = -X + 0.3 * rng.standard_normal((n, d))
     G = _unit_rows(rng.standard_normal((d, d)))
-    return _standardised(X), S, G
+    Xs, scale = _standardised(X)
+    return Xs, S * scale, G
 
 
 @pytest.mark.parametrize("n, d", [(57, 7), (300, 20), (2, 3)])
@@ -380,3 +381,60 @@ def test_heldout_points_that_coincide_along_an_axis_take_the_training_bandwidth(
         Xi = data.integers(-3, 4, size=(60, 17))
         result = MaxSKSDTest(Gaussian(np.zeros(17)), random_state=seed).test(Xi)
         assert np.isfinite(result.statistic) and 0 < result.pvalue <= 1
+
+
+def test_cubic_start_is_a_stein_moment_in_any_units():
+    # the cubic moment on standardised data takes the scores of the standardised model
+    # (the data's times their scale): zero in expectation under the model, and the
+    # start does not depend on the units of X (before, it did)
+    from skstein.directions import _cubic_start
+
+    rng = np.random.default_rng(6)
+    Q = np.linalg.qr(rng.standard_normal((6, 6)))[0]
+    Y = rng.standard_normal((4000, 6))
+    Y[:, 0] = rng.laplace(size=4000) / np.sqrt(2)
+    X = Y @ Q.T
+    starts = [_cubic_start(X * s, -X / s, "g", 6, np.random.default_rng(0), False)[0]
+              for s in (1e-3, 1.0, 250.0)]
+    for G in starts[1:]:
+        np.testing.assert_allclose(G, starts[0], atol=1e-8)
+    # under the model N(0, I) the moments of Gaussian data are zero to sampling error
+    Z = np.random.default_rng(1).standard_normal((20000, 6)) * 7.0
+    Zs = (Z - Z.mean(axis=0)) / np.sqrt(np.mean((Z - Z.mean(axis=0)) ** 2))
+    scale = np.sqrt(np.mean((Z - Z.mean(axis=0)) ** 2))
+    values, _ = _cubic_reference(Zs, -Z / 49.0 * scale, np.eye(6))
+    assert np.max(np.abs(values)) < 0.2  # sd about 0.06 at this size; 2.6 without the scale
+
+
+def test_direction_search_and_tests_do_not_depend_on_units():
+    # data and model rescaled by s: the same directions, statistics scaled by 1 / s^2
+    # and the same p-values (before: the cubic start took the data's scores on
+    # standardised data, Adam's and the power criterion's guards were absolute, and at
+    # s = 1e6 the ascent from the axes stalled)
+    from skstein import MaxSKSDTest, RelativeKSDTest
+    from skstein.directions import search_directions
+
+    rng = np.random.default_rng(0)
+    D = 6
+    Q = np.linalg.qr(rng.normal(size=(D, D)))[0]
+    Y = rng.normal(size=(240, D))
+    Y[:, 0] = rng.laplace(size=240) / np.sqrt(2)
+    X = Y @ Q.T
+    out = {}
+    for s in (1e-6, 1.0, 1e6):
+        model = Gaussian(np.zeros(D), s**2)
+        res = search_directions(X * s, model, init="identity", random_state=0)
+        auto = search_directions(X * s, model, random_state=0)
+        gof = MaxSKSDTest(model, random_state=0).test(X * s)
+        rel = RelativeKSDTest(model, Gaussian(np.zeros(D), (1.05 * s) ** 2),
+                              discrepancy="maxsksd", random_state=0).test(X * s)
+        out[s] = (res.objective * s**2, res.directions, auto.start, gof.pvalue, rel.pvalue)
+    # far from unit scale the gradients are brought to unit scale by a power of two
+    # (so to within a factor of 2 of each other); near it they are not, so Adam's guard
+    # (1e-8) weighs a little differently there
+    np.testing.assert_allclose(out[1e6][0], out[1e-6][0], rtol=1e-6)
+    for s in (1e-6, 1e6):
+        np.testing.assert_allclose(out[s][0], out[1.0][0], rtol=1e-3)
+        np.testing.assert_allclose(out[s][1], out[1.0][1], atol=1e-3)
+        assert out[s][2] == out[1.0][2]
+        assert out[s][3] == out[1.0][3] and out[s][4] == out[1.0][4]

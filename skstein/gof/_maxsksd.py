@@ -1066,8 +1066,9 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             state = {
                 "rng": rng,
                 "white": white,
-                "opt_g": _Adam(G.shape) if adam else None,
-                "opt_r": _Adam(R.shape) if adam and self.variant == "rg" else None,
+                "opt_g": _Adam(G.shape, scale_free=True) if adam else None,
+                "opt_r": _Adam(R.shape, scale_free=True) if adam and self.variant == "rg"
+                else None,
             }
             self.n_iter_ = 0
             self.whitening_ = white
