@@ -395,7 +395,8 @@ class SlicedSVGD(_ParticleSampler):
             G = _unit_rows(G)
         if R is None:
             R = self._initial_slices(X, S)
-        state = {"G": G, "R": R, "axes": _is_identity(R), "adam": _Adam(G.shape, scale_free=True), "med": None,
+        state = {"G": G, "R": R, "axes": _is_identity(R),
+                 "adam": _Adam(G.shape, scale_free=True), "med": None,
                  "value": np.nan, "ref": None, "updates": 0}
         return state
 
