@@ -325,6 +325,8 @@ def rank_samples(samples, test, *, statistic=None, n_bootstrap=1000, confidence=
         a dict (keyed like ``samples``) or a sequence gives each candidate its own,
         e.g. a :class:`~skstein.MaxSKSDTest` whose directions were learned on that
         candidate's burn-in (:meth:`~skstein.MaxSKSDTest.partial_fit`). A KSD test
+        needs one bandwidth (``bandwidth="median"`` or a float; the default
+        ``"aggregate"`` is refused: a ranking compares one kernel's values), and
         uses its fitted bandwidth (and whitening, for ``whiten=True``), or resolves
         ``bandwidth`` (and the whitening) on each candidate; a maxSKSD test uses its
         directions, slices and bandwidths (``test_bandwidth`` applies).
