@@ -440,5 +440,10 @@ def aggregate_minp(statistics, null, alpha, weights=None):
         level = float(q[crit])
         rejected = (r0 < level) | ((r0 == level) & (z[0] > zq[crit]))
     best = np.flatnonzero(r0 == r0.min())
-    selected = int(best[np.argmax(z[0, best])])
+    # among them the largest z; z equal to rounding (entries whose statistics are one
+    # another's multiples, e.g. the same directions in two coordinates) pick the first,
+    # so that the statistic reported does not follow the last bits of the arithmetic
+    zb = z[0, best]
+    top = float(zb.max())
+    selected = int(best[np.flatnonzero(zb >= top - TIE_TOLERANCE * max(abs(top), 1.0))[0]])
     return AggregateDecision(float(pvalue), pvalues, level, rejected, selected, level * w)

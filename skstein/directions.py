@@ -327,14 +327,30 @@ def _transposed(Xs, S):
             np.ascontiguousarray(S.T, dtype=np.float64))
 
 
+def _cubic_overflow():
+    return ValueError("the cubic Stein moment is not finite on X: the model's scores in "
+                      "the units of the standardised data (the scores times the data's "
+                      "scale) overflow float64, X being far from the model's scale; "
+                      "rescale X.")
+
+
 def _cubic_start(X, S, variant, m, rng, orthogonal_slices):
     d = X.shape[1]
     Xs, scale = _standardised(X)
     # the scores of the model of the standardised data (the chain rule): the cubic
     # moment is a Stein identity only with them (before, the data's own scores made
     # the start depend on the units of X)
-    S = S * scale
-    n = Xs.shape[0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        S = S * scale
+        if not np.all(np.isfinite(S)):
+            raise _cubic_overflow()
+        return _cubic_iterations(Xs, S, variant, m, rng, orthogonal_slices)
+
+
+def _cubic_iterations(Xs, S, variant, m, rng, orthogonal_slices):
+    """The fixed-point iterations of :func:`_cubic_start` on standardised data ``Xs``
+    with the standardised model's scores ``S``."""
+    n, d = Xs.shape
     if variant == "g":
         G = np.eye(d)
         transposed = _transposed(Xs, S)
@@ -342,6 +358,8 @@ def _cubic_start(X, S, variant, m, rng, orthogonal_slices):
             values, grad = _cubic_gradients_per_slice(Xs, S, G, transposed)
             new = np.sign(values)[:, None] * grad
             norms = np.linalg.norm(new, axis=1)
+            if not np.all(np.isfinite(norms)):
+                raise _cubic_overflow()
             new = np.where(norms[:, None] > 0, new / np.where(norms > 0, norms, 1.0)[:, None], G)
             done = np.all(np.abs(np.einsum("kd,kd->k", new, G)) > 1.0 - CUBIC_TOL)
             G = new
@@ -363,6 +381,8 @@ def _cubic_start(X, S, variant, m, rng, orthogonal_slices):
             for b in found:
                 grad -= (grad @ b) * b
             norm = np.linalg.norm(grad)
+            if not np.isfinite(norm):
+                raise _cubic_overflow()
             if norm == 0:
                 break
             new = grad / norm
