@@ -43,8 +43,10 @@ so their large values point at departures:
   proportion to :math:`v_d`; in 50 dimensions the rows of :math:`M` estimated from
   200 points are mostly noise, its extreme eigenvectors are not). Cost: one
   ``D x D`` eigendecomposition.
-* ``"cubic"``, :math:`\varphi(u) = u^3` on standardised data: the unit directions
-  that maximise :math:`|E[(s_p\cdot r) u^3 + 3 (r\cdot g) u^2]|` (departures in
+* ``"cubic"``, :math:`\varphi(u) = u^3` on standardised data (centred, divided by
+  their root mean square :math:`\sigma`), with the standardised model's score
+  :math:`\sigma s_p`: the unit directions that maximise
+  :math:`|E[\sigma (s_p\cdot r) u^3 + 3 (r\cdot g) u^2]|` (departures in
   third and fourth moments, e.g. heavy tails along an oblique direction: for a
   Gaussian model this is a projection-pursuit / FastICA contrast), found by a
   fixed-point (power) iteration on its gradient, with deflation for maxSKSD-rg (one
