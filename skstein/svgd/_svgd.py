@@ -46,10 +46,11 @@ class SVGD(_ParticleSampler):
         a running average of its magnitude), and keep doing so once the particles have
         settled, so they jitter on that scale. Take it well below the target's
         smallest standard deviation along a coordinate, a tenth of it for example
-        (the default suits targets of unit scale), or whiten (``whiten=True``: steps
-        relative to the particles' spread). On N(0, 0.01^2 I) in 5 dimensions the
-        default left the particle variance at 16 times the target's; ``step_size`` of
-        1e-3 at 0.72, as on N(0, I) with 0.1 (``benchmarks/bench_svgd_scale.py``).
+        (the default suits targets of unit scale), or make it relative to the
+        particles' spread (``step_scale="spread"``, or ``whiten=True``). On
+        N(0, 0.01^2 I) in 5 dimensions the default left the particle variance at 16
+        times the target's; ``step_size`` of 1e-3 at 0.72, as on N(0, I) with 0.1
+        (``benchmarks/bench_svgd_scale.py``).
     optimizer : {"adagrad", "sgd", "adam"}, default="adagrad"
         ``"adagrad"`` is the RMSprop-like rule of the original SVGD code.
     kernel : {"rbf", "imq"}, default="rbf"
