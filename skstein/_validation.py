@@ -104,6 +104,19 @@ def refuse_device_array(X, name="X"):
             f"what runs on a device): pass {name} as a NumPy array.")
 
 
+def power_of_two_exponent(value, window):
+    """``k`` with ``2**k`` nearest the magnitude ``value`` (``log2`` rounded) when the
+    positive finite ``value`` lies outside ``[2**-window, 2**window]``, else 0 (also for
+    0, inf and NaN). Scaling by ``2**-k`` brings such a magnitude to unit scale without
+    a rounding error, and leaves magnitudes near one, and their numbers, alone: the
+    guards and tolerances of a computation then act as at unit scale whatever the
+    units of the data."""
+    value = float(value)
+    if not (np.isfinite(value) and value > 0) or 2.0**-window <= value <= 2.0**window:
+        return 0
+    return int(np.round(np.log2(value)))
+
+
 def refuse_masked(X, name="X"):
     """A ValueError naming ``name`` when ``X`` is a masked array with masked entries:
     NumPy's conversion would keep the values under the mask, silently. A masked array

@@ -91,6 +91,7 @@ from ._validation import (
     check_positive_int,
     check_samples,
     evaluate_score,
+    power_of_two_exponent,
 )
 from .discrepancy import (
     check_directions,
@@ -337,7 +338,6 @@ def _cubic_overflow():
 
 
 def _cubic_start(X, S, variant, m, rng, orthogonal_slices):
-    d = X.shape[1]
     Xs, scale = _standardised(X)
     # the scores of the model of the standardised data (the chain rule): the cubic
     # moment is a Stein identity only with them (before, the data's own scores made
@@ -585,9 +585,7 @@ class _Adam:
         if self.k is None:
             with np.errstate(over="ignore", under="ignore", invalid="ignore"):
                 rms = float(np.sqrt(np.mean(np.square(grad)))) if np.size(grad) else 0.0
-            inside = 2.0**-SCALE_FREE_WINDOW <= rms <= 2.0**SCALE_FREE_WINDOW
-            self.k = 0 if inside or not (np.isfinite(rms) and rms > 0) else \
-                int(np.clip(-np.round(np.log2(rms)), -300, 300))
+            self.k = -int(np.clip(power_of_two_exponent(rms, SCALE_FREE_WINDOW), -300, 300))
         return np.ldexp(grad, self.k) if self.k else grad
 
     def step(self, grad):

@@ -42,7 +42,7 @@ from ._numba.stein import (
     stein_upper_multi,
 )
 from ._validation import (check_bool, check_choice, check_positive_float, check_positive_int,
-                          check_samples, evaluate_score)
+                          check_samples, evaluate_score, power_of_two_exponent)
 from .kernels import (
     KERNELS,
     bandwidth_factor_grid,
@@ -164,9 +164,8 @@ class SteinSums:
         with np.errstate(over="ignore"):
             sigma2 = 4.0 * float(np.var(r))
         if np.isfinite(sigma2):
-            c = float(np.max(np.abs(r))) if r.size else 0.0
-            if c > 0 and not 2.0**-10 <= c <= 2.0**10:
-                eps = float(np.ldexp(eps, 2 * int(np.round(np.log2(c)))))
+            k = power_of_two_exponent(np.max(np.abs(r)) if r.size else 0.0, 10)
+            eps = float(np.ldexp(eps, 2 * k)) if k else eps
             return self.statistic("u") / np.sqrt(sigma2 + eps)
         # terms so large that their variance overflows (data far from the model's scale):
         # the same ratio, with the spread taken in units of the largest row mean

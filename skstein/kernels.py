@@ -48,6 +48,7 @@ from ._validation import (
     check_positive_int,
     check_samples,
     named_errors,
+    power_of_two_exponent,
     refuse_masked,
 )
 from ._xp import namespace_of, to_host
@@ -806,7 +807,7 @@ def whitening(X):
     if not np.isfinite(top):
         raise ValueError("the deviations of X from its mean overflow float64, so X cannot "
                          "be whitened; rescale X.")
-    k = int(np.round(np.log2(top))) if top > 0 and not 2.0**-60 < top < 2.0**60 else 0
+    k = power_of_two_exponent(top, 60)
     C, _ = ledoit_wolf(np.ldexp(X, -k))
     with np.errstate(over="ignore"):
         C = np.ldexp(C, 2 * k)
