@@ -4,8 +4,10 @@ from scipy import stats
 
 from skstein import KSDTest
 from skstein._numba import numba_threads
-from skstein.distributions import (AffineTransformed, GaussBernRBM, Gaussian, GaussianMixture,
-                                   Laplace, StudentT, gaussian_diffusion)
+from skstein.distributions import (ICA, PPCA, AffineTransformed, BinaryRBM, Categorical,
+                                   Distribution, GaussBernRBM, Gaussian, GaussianMixture,
+                                   Laplace, StudentT, from_estimator, gaussian_diffusion,
+                                   rvs_kind)
 
 
 def _fd_grad(logpdf, X, eps=1e-6):
@@ -138,6 +140,38 @@ def test_rbm_gibbs_chains_are_the_burn_in_of_rvs():
     assert not np.array_equal(states[0], states[1])
     with pytest.raises(ValueError, match="n_sweeps"):
         rbm.gibbs_chains(20, -1)
+
+
+def test_rvs_kind_says_how_each_model_samples():
+    # exact samplers, Gibbs chains, and models without a sampler
+    from sklearn.mixture import GaussianMixture as SkGaussianMixture
+    gm = SkGaussianMixture(2, random_state=0).fit(np.random.default_rng(0).normal(size=(50, 2)))
+    exact = [Gaussian(np.zeros(2)), Laplace(2), StudentT(2, df=3), ICA(np.eye(2)),
+             GaussianMixture([0.5, 0.5], np.eye(2), np.stack([np.eye(2)] * 2)),
+             AffineTransformed(Laplace(2), [2.0, 1.0], [0.0, 1.0]), PPCA(np.ones((3, 1))),
+             Categorical(np.full((2, 3), 1 / 3)), from_estimator(gm)]
+    assert [rvs_kind(m) for m in exact] == ["exact"] * len(exact)
+    rbm = BinaryRBM(np.ones((3, 2)), np.zeros(3), np.zeros(2))
+    assert rvs_kind(_rbm()) == rvs_kind(rbm) == "mcmc"
+    assert rvs_kind(AffineTransformed(_rbm(dx=2, dh=1), [2.0, 1.0], [0.0, 0.0])) == "mcmc"
+
+    class ScoreOnly(Distribution):
+        dim = 2
+
+        def _grad_logpdf(self, X):
+            return -X
+
+    class WithRvs:
+        def rvs(self, n, random_state=None):
+            return np.zeros((n, 2))
+
+    assert rvs_kind(ScoreOnly()) is None and rvs_kind(lambda X: -X) is None
+    assert rvs_kind(WithRvs()) == "exact"
+    WithRvs.rvs_kind = "mcmc"
+    assert rvs_kind(WithRvs()) == "mcmc"
+    WithRvs.rvs_kind = "gibbs"
+    with pytest.raises(ValueError, match="model.rvs_kind must be"):
+        rvs_kind(WithRvs())
 
 
 def test_distribution_validation():

@@ -30,6 +30,9 @@ def test_paper_settings():
     assert isinstance(imq, RFSDTest) and imq.feature == "l1-imq" and imq.n_features == 10
     assert imq.gamma == 0.25 and imq.nu_df == 0.5 and imq.null_samples == 5000 + 500 * 4
     assert make_baseline("RFSD-SechExp", model, 500).null_samples == 5000
+    # the paper's Gaussian null, also where the covariance comes from the data
+    for method in ("RFSD-IMQ", "RFSD-SechExp", "RFF-Gauss", "RFF-Cauchy"):
+        assert make_baseline(method, model, 500, model_null=False).null == "gaussian"
     assert make_baseline("RFF-Cauchy", model, 500).feature == "rff-cauchy"
     assert make_baseline("RFF-Gauss", model, 500).feature == "rff-gauss"
     mmd = make_baseline("MMD", model, 500)

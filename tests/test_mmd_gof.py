@@ -5,8 +5,8 @@ import pytest
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
-from skstein import MMDGOFTest
-from skstein.distributions import Gaussian, Laplace
+from skstein import MMDGOFTest, RelativeMMDTest
+from skstein.distributions import Distribution, Gaussian, Laplace
 from skstein.experiments import rejection_rate
 from skstein.gof._mmd import _gram_zero_diag, mmd_permutation_null, mmd_power_criterion, mmd_u
 
@@ -102,6 +102,17 @@ def test_validation():
     X = np.random.default_rng(0).standard_normal((50, 2))
     with pytest.raises(TypeError, match="rvs"):
         MMDGOFTest(lambda Y: -Y).test(X)
+
+    class ScoreOnly(Distribution):  # inherits an rvs method, but has no sampler
+        dim = 2
+
+        def _grad_logpdf(self, Y):
+            return -Y
+
+    with pytest.raises(TypeError, match="model must be a distribution with rvs"):
+        MMDGOFTest(ScoreOnly()).test(X)
+    with pytest.raises(TypeError, match="model_q must be a distribution with rvs"):
+        RelativeMMDTest(Gaussian(np.zeros(2)), ScoreOnly()).test(X)
     with pytest.raises(ValueError, match="n_permutations"):
         MMDGOFTest(Gaussian(np.zeros(2)), n_permutations=0).test(X)
     with pytest.raises(ValueError, match="n_model_samples"):

@@ -7,7 +7,7 @@ from sklearn.model_selection import GridSearchCV
 from conftest import std_normal_score
 from skstein import RFSDTest, rfsd
 from skstein._numba import numba_threads
-from skstein.distributions import Gaussian, Laplace
+from skstein.distributions import Distribution, GaussBernRBM, Gaussian, Laplace
 from skstein.experiments import rejection_rate
 from skstein.features import (
     RFSD_FEATURES,
@@ -140,11 +140,12 @@ def test_rescaling_changes_nothing_but_the_reported_unit():
     # in high dimension the L1 IMQ discrepancy leaves the range of a double; the test
     # then reports values times a named factor, with a valid decision
     X = np.random.default_rng(1).standard_normal((300, 60))
-    res = RFSDTest(Gaussian(np.zeros(60)), feature="l1-imq", n_simulate=200,
-                   random_state=0).test(X)
-    assert "reported times exp(" in res.method
-    assert np.isfinite(res.statistic) and res.statistic > 0 and 0 < res.pvalue <= 1
-    assert res.reject == (res.pvalue <= res.alpha) == (res.statistic > res.threshold)
+    for null, draws in [("gaussian", 200), ("monte-carlo", 19)]:
+        res = RFSDTest(Gaussian(np.zeros(60)), feature="l1-imq", null=null, n_simulate=draws,
+                       random_state=0).test(X)
+        assert "reported times exp(" in res.method
+        assert np.isfinite(res.statistic) and res.statistic > 0 and 0 < res.pvalue <= 1
+        assert res.reject == (res.pvalue <= res.alpha) == (res.statistic > res.threshold)
 
 
 def test_blocks_and_threads_change_nothing():
@@ -180,11 +181,12 @@ def test_same_seed_same_numbers_and_fit(kind):
     ("l1-imq", {"gamma": 1.0, "nu_df": 3.0}),
     ("rff-gauss", {"null_samples": 2000}),
 ])
-def test_null_calibration(kind, kw):
-    # L1 IMQ at its default gamma = 0.25 over-rejects (see RFSDTest); gamma = 1 does not
+def test_gaussian_null_calibration(kind, kw):
+    # with the Gaussian null, L1 IMQ at its default gamma = 0.25 over-rejects (see
+    # RFSDTest); gamma = 1 does not
     R = 200
     p = Gaussian(np.zeros(2))
-    test = RFSDTest(p, feature=kind, n_simulate=300, **kw)
+    test = RFSDTest(p, feature=kind, null="gaussian", n_simulate=300, **kw)
     rr = rejection_rate(test, p, 400, n_trials=R, random_state=31, n_jobs=1)
     assert abs(rr.rate - 0.05) <= 3 * np.sqrt(0.05 * 0.95 / R)
 
@@ -196,6 +198,76 @@ def test_power_against_laplace(kind):
     test = RFSDTest(Gaussian(np.zeros(2)), feature=kind, n_simulate=300)
     rr = rejection_rate(test, Laplace(2), 1000, n_trials=20, random_state=32, n_jobs=1)
     assert rr.rate >= 0.7
+
+
+class _Recording(Gaussian):
+    """A standard normal model that keeps the samples it draws."""
+
+    def __init__(self, dim):
+        super().__init__(np.zeros(dim))
+        self.drawn = []
+
+    def rvs(self, n, random_state=None):
+        Y = super().rvs(n, random_state=random_state)
+        self.drawn.append(Y)
+        return Y
+
+
+@pytest.mark.parametrize("fitted", [False, True])
+@pytest.mark.parametrize("kind", ["l1-imq", "l2-sechexp"])
+def test_monte_carlo_null_is_the_statistic_on_model_samples(kind, fitted):
+    # the null draws are the discrepancy, computed as on X, of samples of the model: with
+    # features drawn on each sample from the same stream, or with the fitted features
+    X = Laplace(3).rvs(150, random_state=5)
+    model = _Recording(3)
+    test = RFSDTest(model, feature=kind, null="monte-carlo", n_simulate=39, random_state=8)
+    if fitted:
+        test.fit(Laplace(3).rvs(150, random_state=6))
+    res = test.test(X)
+    assert res.bootstrap == "monte-carlo" and res.n_bootstrap == 39
+    assert len(model.drawn) == 39 and all(Y.shape == X.shape for Y in model.drawn)
+    assert ("fitted features" in res.method) == fitted
+    ref = np.array([test.discrepancy(Y) for Y in model.drawn])
+    np.testing.assert_allclose(res.null_distribution, ref, rtol=1e-10)
+    assert res.statistic == pytest.approx(test.discrepancy(X), rel=1e-10)
+    assert res.pvalue == pytest.approx((1 + np.sum(ref >= res.statistic)) / 40)
+    # the samples and the features do not repeat from one draw to the next
+    assert len({float(v) for v in ref}) == 39
+    again = RFSDTest(_Recording(3), feature=kind, null="monte-carlo", n_simulate=39,
+                     random_state=8)
+    if fitted:
+        again.fit(Laplace(3).rvs(150, random_state=6))
+    assert np.array_equal(again.test(X).null_distribution, res.null_distribution)
+
+
+def test_which_null_auto_takes():
+    model = Gaussian(np.zeros(2))
+    assert RFSDTest(model)._null_kind() == "monte-carlo"
+    assert RFSDTest(model, feature="l2-sechexp")._null_kind() == "gaussian"
+    assert RFSDTest(model, feature="rff-gauss")._null_kind() == "gaussian"
+    assert RFSDTest(model, null_samples=500)._null_kind() == "gaussian"
+    assert RFSDTest(std_normal_score)._null_kind() == "gaussian"
+    assert RFSDTest(std_normal_score, null="gaussian")._null_kind() == "gaussian"
+    # Gibbs chains: each of the 499 samples would cost burn_in sweeps
+    rbm = GaussBernRBM(np.ones((2, 1)), np.zeros(2), np.zeros(1))
+    assert RFSDTest(rbm)._null_kind() == "gaussian"
+    assert RFSDTest(rbm, null="monte-carlo")._null_kind() == "monte-carlo"
+    res = RFSDTest(std_normal_score, random_state=0).test(_X())
+    assert res.bootstrap == "gaussian-functional" and res.n_bootstrap == 3000
+    res = RFSDTest(model, feature="rff-gauss", random_state=0).test(_X())
+    assert res.bootstrap == "chi2-mixture" and res.n_bootstrap == 3000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind,D,n", [("l1-imq", 5, 200), ("l2-sechexp", 10, 100)])
+def test_monte_carlo_null_calibration(kind, D, n):
+    # exact by exchangeability; at D = 5, n = 200 the Gaussian null rejected 16% of 300
+    # null samples with L1 IMQ (see RFSDTest). 99 draws: (B + 1) alpha is an integer
+    R = 200
+    p = Gaussian(np.zeros(D))
+    test = RFSDTest(p, feature=kind, null="monte-carlo", n_simulate=99)
+    rr = rejection_rate(test, p, n, n_trials=R, random_state=33, n_jobs=1)
+    assert abs(rr.rate - 0.05) <= 3 * np.sqrt(0.05 * 0.95 / R)
 
 
 def test_validation():
@@ -214,6 +286,26 @@ def test_validation():
         RFSDTest(std_normal_score, null_samples=100).test(X)
     with pytest.raises(ValueError, match="null_samples"):
         RFSDTest(Gaussian(np.zeros(2)), null_samples=1).test(X)
+    with pytest.raises(ValueError, match="null"):
+        RFSDTest(Gaussian(np.zeros(2)), null="bootstrap").test(X)
+    with pytest.raises(TypeError, match="null='monte-carlo' .* rvs"):
+        RFSDTest(std_normal_score, null="monte-carlo").test(X)
+
+    class ScoreOnly(Distribution):  # has the rvs method of the base class, no sampler
+        dim = 2
+
+        def _grad_logpdf(self, Y):
+            return -Y
+
+    assert RFSDTest(ScoreOnly())._null_kind() == "gaussian"
+    with pytest.raises(TypeError, match="null='monte-carlo' .* ScoreOnly has none"):
+        RFSDTest(ScoreOnly(), null="monte-carlo").test(X)
+    with pytest.raises(TypeError, match="null_samples .* ScoreOnly has none"):
+        RFSDTest(ScoreOnly(), null_samples=100).test(X)
+    with pytest.raises(ValueError, match="null_samples .* null='monte-carlo'"):
+        RFSDTest(Gaussian(np.zeros(2)), null="monte-carlo", null_samples=100).test(X)
+    with pytest.warns(UserWarning, match="n_simulate=9 is too small"):
+        RFSDTest(Gaussian(np.zeros(2)), n_simulate=9, random_state=0).test(X)
     with pytest.raises(ValueError, match="features"):
         RFSDTest(Gaussian(np.zeros(3))).test(X)
     with pytest.raises(ValueError, match="finite"):

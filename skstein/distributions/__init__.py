@@ -7,7 +7,7 @@ Discrete models (:class:`Categorical`, :class:`BinaryRBM`, :class:`LDA`) declare
 (:mod:`skstein.discrete`).
 """
 
-from ._base import Distribution
+from ._base import Distribution, rvs_kind
 from .gaussian import Gaussian, gaussian_diffusion
 from .ica import ICA
 from ._sklearn import from_estimator
@@ -21,4 +21,5 @@ from .bnn import BNNPosterior
 
 __all__ = ["Distribution", "Gaussian", "gaussian_diffusion", "Laplace", "StudentT", "GaussBernRBM",
            "PPCA", "GaussianMixture", "AffineTransformed", "from_estimator", "ICA",
-           "Categorical", "BinaryRBM", "LDA", "DiscreteDistribution", "BNNPosterior"]
+           "Categorical", "BinaryRBM", "LDA", "DiscreteDistribution", "BNNPosterior",
+           "rvs_kind"]

@@ -2,8 +2,16 @@
 
 A model ``p`` is anything with ``grad_logpdf(X) -> (n, d)``; a plain callable
 ``X -> grad log p(X)`` is accepted wherever a distribution is. The optional
-members are ``logpdf(X)`` (unnormalised is fine), ``rvs(n, random_state)`` and
-``dim``. :class:`Distribution` is a convenience base class, not a requirement.
+members are ``logpdf(X)`` (unnormalised is fine), ``rvs(n, random_state)``, ``dim``
+and ``rvs_kind``. :class:`Distribution` is a convenience base class, not a requirement.
+
+``rvs_kind`` says how ``rvs`` samples: ``"exact"`` (independent draws at the cost of a
+few operations each), ``"mcmc"`` (Markov chains: each draw costs many sweeps and is
+approximate) or None (no sampler). A model without the attribute is taken as
+``"exact"`` when it has a callable ``rvs`` and None otherwise (:func:`rvs_kind`).
+Computations that draw many model samples only because it is cheap (the Monte Carlo
+null that :class:`~skstein.RFSDTest` takes by default) skip a model whose samples
+are not ``"exact"``.
 """
 
 import numpy as np
@@ -11,7 +19,50 @@ import numpy as np
 from .._docstrings import fill_doc
 from .._random import as_generator
 
-__all__ = ["Distribution"]
+__all__ = ["Distribution", "rvs_kind"]
+
+RVS_KINDS = ("exact", "mcmc", None)
+_MISSING = object()
+
+
+def rvs_kind(model):
+    """How ``model`` samples: ``"exact"``, ``"mcmc"`` or None.
+
+    ``"exact"``: independent draws at the cost of a few operations each; ``"mcmc"``:
+    Markov chains, each draw costing many sweeps and approximate (:class:`GaussBernRBM`,
+    :class:`BinaryRBM`); None: no sampler. It is the model's ``rvs_kind`` attribute;
+    without one, ``"exact"`` when the model has a callable ``rvs`` and None otherwise.
+    Computations that draw many model samples only because it is cheap (the Monte
+    Carlo null that :class:`~skstein.RFSDTest` takes by default) skip the models whose
+    samples are not ``"exact"``; a model whose ``rvs`` runs a Markov chain should say
+    so with ``rvs_kind = "mcmc"``.
+
+    Parameters
+    ----------
+    model : distribution or callable
+
+    Returns
+    -------
+    {"exact", "mcmc"} or None
+
+    Raises a ValueError naming ``model.rvs_kind`` when the attribute holds anything
+    else.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skstein.distributions import Gaussian, GaussBernRBM, rvs_kind
+    >>> rvs_kind(Gaussian(np.zeros(2))), rvs_kind(lambda X: -X)
+    ('exact', None)
+    >>> rvs_kind(GaussBernRBM(np.ones((2, 1)), np.zeros(2), np.zeros(1)))
+    'mcmc'
+    """
+    kind = getattr(model, "rvs_kind", _MISSING)
+    if kind is _MISSING:
+        return "exact" if callable(getattr(model, "rvs", None)) else None
+    if not (kind is None or (isinstance(kind, str) and kind in RVS_KINDS)):
+        raise ValueError(f"model.rvs_kind must be 'exact', 'mcmc' or None, got {kind!r}.")
+    return kind
 
 
 @fill_doc
@@ -37,6 +88,14 @@ class SamplerMixin:
     def _rvs(self, n, rng):
         """``n`` draws (``n`` a checked positive int) from the generator ``rng``."""
         raise NotImplementedError(f"{type(self).__name__} has no sampler.")
+
+    @property
+    def rvs_kind(self):
+        """``"exact"`` if the class implements a sampler, else None; a subclass whose
+        sampler runs Markov chains sets ``rvs_kind = "mcmc"``."""
+        cls = type(self)
+        implemented = cls._rvs is not SamplerMixin._rvs or cls.rvs is not SamplerMixin.rvs
+        return "exact" if implemented else None
 
 
 @fill_doc

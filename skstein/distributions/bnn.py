@@ -294,6 +294,8 @@ class BNNPosterior(Distribution):
         theta[:, -2] = -np.log(np.maximum(mse, 1e-12))
         return theta
 
+    rvs_kind = None
+
     def _rvs(self, n, rng):
         raise NotImplementedError("BNNPosterior has no exact sampler; use SVGD or "
                                   "SlicedSVGD with initial_particles.")

@@ -201,6 +201,8 @@ class BinaryRBM(DiscreteDistribution):
 
     n_values = 2
 
+    rvs_kind = "mcmc"
+
     def __init__(self, components, intercept_hidden, intercept_visible, burn_in=1000):
         with named_errors("components"):
             W = np.asarray(components, dtype=np.float64)

@@ -5,7 +5,7 @@ from scipy.linalg import cholesky, solve_triangular
 from scipy.special import logsumexp
 
 from .._docstrings import fill_doc
-from ._base import Distribution
+from ._base import Distribution, rvs_kind
 
 __all__ = ["GaussianMixture", "AffineTransformed"]
 
@@ -215,6 +215,11 @@ class AffineTransformed(Distribution):
 
     def _logpdf(self, X):
         return self.base.logpdf(self._forward(X)) + self._logdet
+
+    @property
+    def rvs_kind(self):
+        """The base's :func:`~skstein.distributions.rvs_kind`."""
+        return rvs_kind(self.base)
 
     def _rvs(self, n, rng):
         Y = np.asarray(self.base.rvs(n, random_state=rng), dtype=np.float64)

@@ -51,6 +51,8 @@ class GaussBernRBM(Distribution):
     :meth:`logpdf` omits :math:`\log Z`.
     """
 
+    rvs_kind = "mcmc"
+
     def __init__(self, B, b, c, burn_in=2000):
         B = np.asarray(B, dtype=np.float64)
         b = np.asarray(b, dtype=np.float64)

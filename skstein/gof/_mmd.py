@@ -23,6 +23,7 @@ from sklearn.base import BaseEstimator
 from .._random import as_generator
 from .._validation import check_positive_int, check_samples, sklearn_model_hint
 from ..discrepancy import resolve_bandwidth
+from ..distributions import rvs_kind
 from ..kernels import RBF, inverse_square
 from ._base import BaselineTestMixin, is_fitted
 from ._common import SampleTestMethods, simulated_null_result
@@ -172,7 +173,7 @@ class MMDGOFTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         self.random_state = random_state
 
     def _check_params(self):
-        if not callable(getattr(self.model, "rvs", None)) and not _is_sample_array(self.model):
+        if rvs_kind(self.model) is None and not _is_sample_array(self.model):
             raise TypeError(
                 "model must be a distribution with rvs(n, random_state) or a 2-D array of its "
                 f"samples; got {type(self.model).__name__}." + sklearn_model_hint(self.model))

@@ -1,5 +1,7 @@
 """Random-feature Stein discrepancy tests (Huggins & Mackey 2018), random-Fourier-feature KSD."""
 
+import copy
+
 import numpy as np
 from sklearn.base import BaseEstimator
 
@@ -11,6 +13,7 @@ from .._validation import (
     check_samples,
     evaluate_score,
 )
+from ..distributions import rvs_kind
 from ..features import (
     DEFAULT_FEATURE_MEMORY,
     RFSD_FEATURES,
@@ -24,6 +27,12 @@ from ._base import BaselineTestMixin, is_fitted
 from ._common import SampleTestMethods, simulated_null_result
 
 __all__ = ["RFSDTest"]
+
+RFSD_NULLS = ("gaussian", "monte-carlo")
+# Student-t importance distribution: heavy-tailed rows, whose Gaussian null is unreliable
+_MONTE_CARLO_FEATURES = ("l1-imq",)
+N_GAUSSIAN = 3000
+N_MONTE_CARLO = 499
 
 
 class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
@@ -47,9 +56,18 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
       :math:`\Phi(x, (\omega, b)) = \sqrt{2}\cos(\omega^\top x + b)` and :math:`\nu` the
       kernel's spectral measure: same statistic, same null, same estimator.
 
-    Null distribution: under H0 the vector :math:`g = \sqrt{n}\,\mathbb{E}_n[\Xi]` of
-    weighted feature means tends to :math:`N(0, \Sigma)` and
-    :math:`n\,\mathrm{R\Phi SD}^2 = F(g)` (with :math:`F(g) = \sum_a (\sum_j
+    Null distribution, ``null="monte-carlo"``: the statistic is computed in the same way
+    on ``n_simulate`` samples of size ``n`` from ``model.rvs`` (the features drawn on each
+    sample from the same random stream as on ``X``, or the fitted features), and the
+    p-value is :math:`(1 + \#\{T_b \ge T\}) / (1 + B)`. Under H0 the ``B + 1`` samples
+    are exchangeable, so the level is exact at every ``n`` and ``D``; the cost is
+    ``n_simulate`` times that of the statistic (``B = 499`` by default: 0.28 s at
+    ``D = 5``, ``n = 200`` and 1.6 s at ``D = 20``, ``n = 1000`` on a 2-core machine,
+    against 0.002 s and 0.007 s for the Gaussian null).
+
+    Null distribution, ``null="gaussian"``: under H0 the vector :math:`g =
+    \sqrt{n}\,\mathbb{E}_n[\Xi]` of weighted feature means tends to :math:`N(0, \Sigma)`
+    and :math:`n\,\mathrm{R\Phi SD}^2 = F(g)` (with :math:`F(g) = \sum_a (\sum_j
     |g_{ja}|^r)^{2/r}`) to :math:`F(G)`, :math:`G \sim N(0, \Sigma)`. The test draws
     ``n_simulate`` such :math:`G` from the eigendecomposition of an estimate of
     :math:`\Sigma` (for :math:`r = 2`, the weighted chi-square mixture
@@ -58,27 +76,57 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
     (``null_samples=None``) or on ``null_samples`` draws from ``model.rvs`` (their
     code's choice: 5000 draws, plus 500 per dimension for L1 IMQ). Their code then
     tests at lowered nominal levels tuned on null trials up to ``D = 20``; this class
-    does not: ``reject`` is ``pvalue <= alpha``.
+    does not: ``reject`` is ``pvalue <= alpha``. It needs only the score and costs
+    little beyond the statistic.
 
-    The asymptotic null is a poor guide for L1 IMQ at its default ``gamma = 0.25``: the
-    IMQ exponent :math:`\beta' = -(D + \mathrm{df})/0.32` makes each feature a sharp
-    bump, whose sample mean is dominated by the few samples near :math:`z_j` and is far
-    from normal. Measured with N(0, I) as model and data, 10 features, level 5%: L1 IMQ
-    rejected 6-10% of null samples in ``D = 2`` (300 trials each at ``n = 500`` and
-    2000, covariance from the data or from model samples), 10-12% at ``n = 50``, 100
-    and 300 (400 trials each, the defaults), and 11.3% (300 trials) in ``D = 20`` at
-    ``n = 1000``; with ``gamma = 1`` 4.3-6% in ``D = 2``. At ``D = 20``, ``n = 1000``:
-    L2 SechExp 7.0% (300 trials), Gaussian and Cauchy random Fourier features 4.5%
-    (400) and 3.3% (300); in ``D = 2`` at ``n = 50`` to 300, L2 SechExp 2.3-3.8% and
-    Gaussian random Fourier features 3.3-5.0% (400 trials each). The default is
-    Huggins & Mackey's feature; where the level matters, take ``"rff-gauss"`` or
-    ``gamma = 1``.
+    ``null="auto"`` (the default) takes the Monte Carlo null for ``"l1-imq"`` when the
+    model samples exactly (:func:`~skstein.distributions.rvs_kind` ``"exact"``: not
+    the Gibbs chains of :class:`~skstein.distributions.GaussBernRBM`, whose 499 samples
+    of 1000 points in 50 dimensions would take 20 minutes) and ``null_samples`` is not
+    set, and the Gaussian null otherwise. The reason: L1 IMQ's Student-t importance
+    distribution, with 0.5 degrees of freedom, puts features far in the tails with
+    weights :math:`1/\nu(z_j)` that span many orders of magnitude (1e6 to 1e28 for
+    ten features in ``D = 5``), so the feature rows are heavy-tailed, their sample
+    covariance is a poor estimate of :math:`\Sigma` and the Gaussian limit a poor
+    guide at the sample sizes of practice.
+    At ``gamma = 0.25`` the IMQ exponent :math:`\beta' = -(D + \mathrm{df})/0.32` makes
+    each feature a sharp bump, whose sample mean is dominated by the few samples near
+    :math:`z_j`. For a model with a score only, L1 IMQ keeps the Gaussian null and its
+    errors; ``"rff-gauss"`` or ``"l2-sechexp"`` is then the calibrated choice.
+
+    Measured with N(0, I) as model, 10 features, level 5% (the last rows with
+    ``benchmarks/bench_rfsd_null.py``, 200 trials per cell):
+
+    * L1 IMQ, Gaussian null, rejection rate on null samples: 6-10% in ``D = 2`` (300
+      trials each at ``n = 500`` and 2000, covariance from the data or from model
+      samples), 10-12% at ``n = 50``, 100 and 300 (400 trials each), 16-18.5% in
+      ``D = 5`` at ``n = 200`` and 2000, 11.3% (300 trials) in ``D = 20`` at
+      ``n = 1000``; but 0.3% in ``D = 50`` at ``n = 300``, where the covariance of model
+      samples gave 8.5% instead; with ``gamma = 1``, 4.3-6% in ``D = 2``.
+    * L1 IMQ, Monte Carlo null (``B = 99``, 300 trials each): 5.7%, 4.0%, 5.3% and 5.0%
+      at ``(D, n)`` = (2, 100), (5, 200), (20, 500) and (50, 300).
+    * L1 IMQ, power: against unit-variance Laplace and Student-t(5) data at
+      ``D = 20``, ``n = 500`` it rejected 0.55 and 0.73 with the Monte Carlo null, 0.045
+      and 0.04 with the Gaussian null from the data's covariance, and 0.20 and 0.22
+      from the model's (which rejected 0.105 of null samples); at ``D = 5``,
+      ``n = 200``, 0.62 and 0.68 against 0.13-0.24. A mean shift of 0.3 along one axis,
+      which the bumps far out in the tails barely see, it rejected at 0.06-0.09 with
+      the Monte Carlo null.
+    * L2 SechExp, whose secant importance distribution has exponential tails, keeps the
+      Gaussian null: 7.0% at ``D = 20``, ``n = 1000`` (300 trials), 2.0% at ``D = 20``,
+      ``n = 500``, 5.5% at ``D = 5``, ``n = 200``, and 2.3-3.8% in ``D = 2`` at
+      ``n = 50`` to 300 (400 trials each). Its Monte Carlo null held the level too
+      (5.0% and 7.5%) but had less power against the mean shift (0.32 against 0.475 at
+      ``D = 20``, ``n = 500``).
+    * The random Fourier features, bounded, keep the Gaussian null: 4.5% (Gaussian,
+      400 trials) and 3.3% (Cauchy, 300) at ``D = 20``, ``n = 1000``; 3.3-5.0% in
+      ``D = 2`` at ``n = 50`` to 300 (400 trials each).
 
     Parameters
     ----------
     model : distribution or callable
-        The model p: an object with ``grad_logpdf(X)`` (and ``rvs`` when
-        ``null_samples`` is set) or a callable ``X -> grad log p(X)``.
+        The model p: an object with ``grad_logpdf(X)`` (and ``rvs(n, random_state)`` for
+        the Monte Carlo null or ``null_samples``) or a callable ``X -> grad log p(X)``.
     feature : {"l1-imq", "l2-sechexp", "rff-gauss", "rff-cauchy"}, default="l1-imq"
     n_features : int, default=10
         Number of random features ``J`` (Huggins & Mackey's experiments: 10).
@@ -92,11 +140,15 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         secant rates.
     nu_df : float, default=0.5
         Degrees of freedom of the Student-t importance distribution (``"l1-imq"``).
+    null : {"auto", "monte-carlo", "gaussian"}, default="auto"
+        How the null distribution is simulated (above): from samples of the model (exact
+        level, needs ``model.rvs``) or from the Gaussian limit of the feature means.
     null_samples : int, default=None
-        Estimate :math:`\Sigma` on this many samples of ``model.rvs`` instead of on the
-        tested sample.
-    n_simulate : int, default=3000
-        Draws from the simulated null distribution.
+        With the Gaussian null: estimate :math:`\Sigma` on this many samples of
+        ``model.rvs`` instead of on the tested sample.
+    n_simulate : int, default=None
+        Draws from the simulated null distribution: model samples for the Monte Carlo
+        null (default 499), Gaussian vectors for the Gaussian null (default 3000).
     alpha : float, default=0.05
     random_state : None, int or numpy.random.Generator, default=None
         Seeds the features, the model samples and the null draws.
@@ -125,14 +177,15 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
     when the variance vanishes.
 
     In the result of :meth:`test`, ``statistic`` is :math:`\mathrm{R\Phi SD}^2` (a
-    V-statistic, no factor ``n``), ``null_distribution`` the simulated draws divided by
-    ``n``, ``bootstrap`` is ``"gaussian-functional"`` (``"chi2-mixture"`` for
-    :math:`r = 2`), ``bandwidth`` the length scale :math:`\ell`. When the discrepancy
-    leaves the range of a double (``"l1-imq"`` or ``"l2-sechexp"`` in high dimension,
-    where importance weights and kernel values span hundreds of orders of magnitude),
-    ``statistic``, ``threshold`` and ``null_distribution`` are all reported multiplied by
-    a common factor :math:`e^{-2M}` named in ``method``; ``pvalue`` and ``reject`` do not
-    depend on it.
+    V-statistic, no factor ``n``), ``null_distribution`` the statistics of the model
+    samples (Monte Carlo null, ``bootstrap="monte-carlo"``) or the simulated draws divided
+    by ``n`` (Gaussian null, ``bootstrap`` ``"gaussian-functional"``, or
+    ``"chi2-mixture"`` for :math:`r = 2`), ``bandwidth`` the length scale :math:`\ell`.
+    When the discrepancy leaves the range of a double (``"l1-imq"`` or ``"l2-sechexp"``
+    in high dimension, where importance weights and kernel values span hundreds of
+    orders of magnitude), ``statistic``, ``threshold`` and ``null_distribution`` are all
+    reported multiplied by a common factor :math:`e^{-2M}` named in ``method``;
+    ``pvalue`` and ``reject`` do not depend on it.
 
     See Also
     --------
@@ -158,22 +211,39 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
     """
 
     def __init__(self, model, *, feature="l1-imq", n_features=10, bandwidth="median",
-                 gamma=0.25, nu_df=0.5, null_samples=None, n_simulate=3000, alpha=0.05,
-                 random_state=None, max_memory=DEFAULT_FEATURE_MEMORY):
+                 gamma=0.25, nu_df=0.5, null="auto", null_samples=None, n_simulate=None,
+                 alpha=0.05, random_state=None, max_memory=DEFAULT_FEATURE_MEMORY):
         self.model = model
         self.feature = feature
         self.n_features = n_features
         self.bandwidth = bandwidth
         self.gamma = gamma
         self.nu_df = nu_df
+        self.null = null
         self.null_samples = null_samples
         self.n_simulate = n_simulate
         self.alpha = alpha
         self.random_state = random_state
         self.max_memory = max_memory
 
+    def _null_kind(self):
+        """The null this test simulates: ``"gaussian"`` or ``"monte-carlo"``."""
+        if self.null != "auto":
+            return self.null
+        if (self.feature in _MONTE_CARLO_FEATURES and self.null_samples is None
+                and rvs_kind(self.model) == "exact"):
+            return "monte-carlo"
+        return "gaussian"
+
+    def _n_draws(self, kind):
+        if self.n_simulate is not None:
+            return self.n_simulate
+        return N_MONTE_CARLO if kind == "monte-carlo" else N_GAUSSIAN
+
     def _check_params(self):
-        self._check_baseline_params(self.n_simulate, "n_simulate")
+        check_choice(self.null, "null", ("auto",) + RFSD_NULLS)
+        kind = self._null_kind()
+        self._check_baseline_params(self._n_draws(kind), "n_simulate")
         check_choice(self.feature, "feature", RFSD_FEATURES)
         check_positive_int(self.n_features, "n_features")
         gamma = check_positive_float(self.gamma, "gamma")
@@ -189,9 +259,17 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
             check_positive_float(self.bandwidth, "bandwidth")
         if self.null_samples is not None:
             check_positive_int(self.null_samples, "null_samples", minimum=2)
-            if not callable(getattr(self.model, "rvs", None)):
+            if kind == "monte-carlo":
+                raise ValueError("null_samples sets the covariance of the Gaussian null; "
+                                 "null='monte-carlo' has none. Leave null_samples=None or "
+                                 "take null='gaussian'.")
+            if rvs_kind(self.model) is None:
                 raise TypeError("null_samples needs a model with an rvs(n, random_state) "
                                 f"method; {type(self.model).__name__} has none.")
+        if kind == "monte-carlo" and rvs_kind(self.model) is None:
+            raise TypeError("null='monte-carlo' draws samples from the model, which needs "
+                            "an rvs(n, random_state) method; "
+                            f"{type(self.model).__name__} has none.")
 
     def _draw(self, X, rng):
         return draw_random_features(self.feature, X, int(self.n_features), rng,
@@ -217,21 +295,32 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         S = evaluate_score(self.model, X, "model")
         return X, S, feats
 
-    def _null_sample(self, d, rng):
-        X0 = check_samples(self.model.rvs(int(self.null_samples), random_state=rng),
-                           name="model.rvs(...)")
+    def _model_sample(self, m, d, rng):
+        X0 = check_samples(self.model.rvs(int(m), random_state=rng), name="model.rvs(...)")
         if X0.shape[1] != d:
             raise ValueError(f"the samples of model have {X0.shape[1]} features, X has {d}.")
         return X0, evaluate_score(self.model, X0, "model", check_tails=False)
 
+    def _statistic(self, X, S, feats):
+        r""":math:`\mathrm{R\Phi SD}^2` times :math:`e^{-2M}`, and the shift :math:`M`."""
+        shift = rfsd_log_shift(X, feats, max_memory=self.max_memory)
+        mom = rfsd_moments(X, S, feats, shift, second=False, max_memory=self.max_memory)
+        stat = float(rfsd_functional(mom.mean[None, :], feats.order, feats.n_features,
+                                     X.shape[1])[0])
+        return stat, shift
+
     def _test(self, X):
         rng = as_generator(self.random_state)
         feat_rng, model_rng, null_rng = rng.spawn(3)
+        # the Monte Carlo null draws each sample's features as those of X are drawn
+        redraw = None if is_fitted(self) else copy.deepcopy(feat_rng)
         X, S, feats = self._prepare(X, feat_rng)
+        if self._null_kind() == "monte-carlo":
+            return self._monte_carlo_test(X, S, feats, redraw, model_rng)
         n, d = X.shape
         shift = rfsd_log_shift(X, feats, max_memory=self.max_memory)
         if self.null_samples is not None:
-            X0, S0 = self._null_sample(d, model_rng)
+            X0, S0 = self._model_sample(self.null_samples, d, model_rng)
             shift = max(shift, rfsd_log_shift(X0, feats, max_memory=self.max_memory))
             mom = rfsd_moments(X, S, feats, shift, second=False, max_memory=self.max_memory)
             cov = rfsd_moments(X0, S0, feats, shift, max_memory=self.max_memory).covariance()
@@ -240,29 +329,48 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
             cov = mom.covariance()
         J = feats.n_features
         stat = float(rfsd_functional(mom.mean[None, :], feats.order, J, d)[0])
-        null = gaussian_functional_null(cov, feats.order, J, d, int(self.n_simulate),
+        null = gaussian_functional_null(cov, feats.order, J, d, int(self._n_draws("gaussian")),
                                         null_rng) / n
+        null_name = "chi2-mixture" if feats.order == 2 else "gaussian-functional"
+        cov_name = ("data" if self.null_samples is None
+                    else f"{int(self.null_samples)} model samples")
+        return self._result(stat, null, shift, n, feats, null_name,
+                            f"{null_name} null, covariance from {cov_name}")
+
+    def _monte_carlo_test(self, X, S, feats, redraw, model_rng):
+        """The statistic of ``X`` against its values on samples of the model."""
+        n, d = X.shape
+        n_draws = int(self._n_draws("monte-carlo"))
+        stat, shift = self._statistic(X, S, feats)
+        log_null = np.empty(n_draws)
+        for b, child in enumerate(model_rng.spawn(n_draws)):
+            Y, SY = self._model_sample(n, d, child)
+            fY = feats if redraw is None else self._draw(Y, copy.deepcopy(redraw))
+            value, shift_y = self._statistic(Y, SY, fY)
+            with np.errstate(divide="ignore"):
+                log_null[b] = np.log(value) + 2.0 * shift_y
+        with np.errstate(over="ignore", under="ignore"):
+            null = np.exp(log_null - 2.0 * shift)
+        drawn = "fitted features" if redraw is None else "features drawn on each sample"
+        return self._result(stat, null, shift, n, feats, "monte-carlo",
+                            f"Monte Carlo null: {n_draws} model samples of size {n}, {drawn}")
+
+    def _result(self, stat, null, shift, n, feats, bootstrap, describe):
+        """The result, in the unit :math:`e^{2M}` restores where it can (class Notes)."""
         factor = _restoring_factor(shift, stat, null)
         note = ""
         if factor is None:
             note = f", reported times exp({-2.0 * shift:.6g})"
             factor = 1.0
-        null_name = "chi2-mixture" if feats.order == 2 else "gaussian-functional"
-        cov_name = ("data" if self.null_samples is None
-                    else f"{int(self.null_samples)} model samples")
         return simulated_null_result(
             stat, null, alpha=self.alpha,
-            method=(f"RFSD ({self.feature}, J={J}, {null_name} null, covariance from "
-                    f"{cov_name}{note})"),
-            n_samples=n, bootstrap=null_name, n_bootstrap=self.n_simulate,
+            method=f"RFSD ({self.feature}, J={feats.n_features}, {describe}{note})",
+            n_samples=n, bootstrap=bootstrap, n_bootstrap=null.size,
             bandwidth=float(feats.scale), factor=factor)
 
     def _discrepancy(self, X):
         X, S, feats = self._prepare(X, as_generator(self.random_state).spawn(3)[0])
-        shift = rfsd_log_shift(X, feats, max_memory=self.max_memory)
-        mom = rfsd_moments(X, S, feats, shift, second=False, max_memory=self.max_memory)
-        stat = float(rfsd_functional(mom.mean[None, :], feats.order, feats.n_features,
-                                     X.shape[1])[0])
+        stat, shift = self._statistic(X, S, feats)
         with np.errstate(over="ignore", under="ignore"):
             return float(stat * np.exp(2.0 * shift))
 

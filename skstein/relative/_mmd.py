@@ -11,6 +11,7 @@ from .._validation import (check_alpha, check_positive_int, check_samples,
                            sklearn_model_hint)
 from .._xp import host_single_blas
 from ..discrepancy import resolve_bandwidth
+from ..distributions import rvs_kind
 from ..gof._common import FitMethod
 from ..kernels import RBF
 from ._base import RelativeMixin
@@ -97,7 +98,7 @@ class RelativeMMDTest(FitMethod, RelativeMixin, BaseEstimator):
             check_positive_int(self.n_model_samples, "n_model_samples", minimum=3)
         for name in ("model_p", "model_q"):
             model = getattr(self, name)
-            if not callable(getattr(model, "rvs", None)) and not _is_sample_array(model):
+            if rvs_kind(model) is None and not _is_sample_array(model):
                 raise TypeError(
                     f"{name} must be a distribution with rvs(n, random_state) or a 2-D array of "
                     f"its samples; got {type(model).__name__}." + sklearn_model_hint(model, name)
