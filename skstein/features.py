@@ -43,6 +43,9 @@ estimated with the empirical mean of :math:`q` (a V-statistic, non-negative). Un
 simulated by drawing the Gaussian vector (for :math:`r = 2` this is the weighted
 chi-square mixture :math:`\sum_k \lambda_k Z_k^2`). :math:`\Sigma` is estimated on the
 tested sample or, as in Huggins & Mackey's code, on samples drawn from the model.
+:class:`~skstein.RFSDTest` can instead compute the statistic on samples of the model (a
+Monte Carlo null, exact; its default for ``"l1-imq"``, whose Gaussian null is
+miscalibrated at the sample sizes of practice).
 Features (all centred at the data mean :math:`m`, settings of Huggins & Mackey's
 goodness-of-fit experiments with :math:`\gamma = 1/4`):
 
