@@ -14,10 +14,10 @@ and their sources:
   median-distance bandwidth and Cauchy RFF with Laplace frequencies of scale
   1/median; the null covariance of every random-feature test from 5000 model samples
   (5000 + 500 D for L1 IMQ), that is, the Gaussian null (``null="gaussian"``; the
-  Monte Carlo null that :class:`~skstein.RFSDTest` takes by default for these
-  features is not the paper's); FSSD-rand with locations drawn from a Gaussian fitted to
-  the data and the median bandwidth, on all the data; FSSD-opt learning locations and
-  width on 20% of the data (width grid of 5 around the median, then L-BFGS-B with 40
+  Monte Carlo null that :class:`~skstein.RFSDTest` takes by default for L1 IMQ is not
+  the paper's); FSSD-rand with locations drawn from a Gaussian fitted to the data
+  and the median bandwidth, on all the data; FSSD-opt learning locations and width
+  on 20% of the data (width grid of 5 around the median, then L-BFGS-B with 40
   iterations, tolerance 1e-4, regulariser 1e-2) and testing on the other 80%.
 * Not carried over: that code's lowered nominal levels for L1 IMQ and L2 SechExp
   (tuned on null trials up to ``D = 20``); every test here rejects when its p-value is
