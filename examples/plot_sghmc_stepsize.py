@@ -53,9 +53,9 @@ kl = [kl_of_gaussian_fit(X) for X in samples.values()]
 # %%
 # Ranking the step sizes
 # ----------------------
-# One KSD test (RBF kernel, median bandwidth of each sample) for every candidate;
-# with ``groups`` the statistic averages the pairs of states from different chains
-# and the bootstrap resamples whole chains.
+# One KSD test (RBF kernel) for every candidate, so one bandwidth: the median distance
+# of the samples pooled. With ``groups`` the statistic averages the pairs of states
+# from different chains and the bootstrap resamples whole chains.
 ranking = rank_samples(samples, KSDTest(target, bandwidth="median"), groups=chains,
                        n_bootstrap=300, random_state=0)
 for r, k in zip(ranking.as_rows(), kl):

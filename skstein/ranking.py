@@ -154,29 +154,36 @@ def _per_candidate(obj, names, what):
     return [obj] * len(names)
 
 
-def _stein_parts(test, X, rng, max_memory):
-    """(statistic kind, full Stein matrix or row-block factory, diagonal, method name)."""
+def _ksd_settings(test, X, rng):
+    """The bandwidth and whitening (or None) of the KSD test ``test``: fitted, or
+    resolved on ``X``; a ValueError when the test aggregates over several kernels."""
+    h = getattr(test, "bandwidth_", None)
+    if np.ndim(h if h is not None else 0) > 0 or (
+            h is None and (is_collection(test.bandwidth) or np.ndim(test.bandwidth) > 0)):
+        raise ValueError(
+            "rank_samples needs one kernel, but the KSDTest aggregates over a bandwidth "
+            "collection; give it bandwidth='median' or a float.")
+    geometries = test._geometries()
+    if len(geometries) > 1:
+        raise ValueError(
+            "rank_samples needs one kernel, but the KSDTest aggregates over two "
+            "geometries (whiten='aggregate'); give it whiten=False or True.")
+    if h is not None:
+        return h, getattr(test, "whitening_", None)
+    white = whitening(X) if geometries[0] == "whitened" else None
+    if white is not None:
+        X = X @ white[0]
+    return resolve_bandwidth(X, test.bandwidth, random_state=rng), white
+
+
+def _stein_parts(test, X, rng, max_memory, settings=None):
+    """(full Stein matrix or row-block factory, diagonal, method name); ``settings``:
+    the KSD test's bandwidth and whitening, when they were resolved beforehand."""
     if isinstance(test, KSDTest):
-        h = getattr(test, "bandwidth_", None)
-        if np.ndim(h if h is not None else 0) > 0 or (
-                h is None and (is_collection(test.bandwidth) or np.ndim(test.bandwidth) > 0)):
-            raise ValueError(
-                "rank_samples needs one kernel, but the KSDTest aggregates over a bandwidth "
-                "collection; give it bandwidth='median' or a float.")
-        geometries = test._geometries()
-        if len(geometries) > 1:
-            raise ValueError(
-                "rank_samples needs one kernel, but the KSDTest aggregates over two "
-                "geometries (whiten='aggregate'); give it whiten=False or True.")
+        h, white = _ksd_settings(test, X, rng) if settings is None else settings
         S = evaluate_score(test.model, X, "model")
-        if h is None:
-            white = whitening(X) if geometries[0] == "whitened" else None
-        else:
-            white = getattr(test, "whitening_", None)
         if white is not None:
             X, S = X @ white[0], S @ white[1]
-        if h is None:
-            h = resolve_bandwidth(X, test.bandwidth, random_state=rng)
         kern = make_kernel(test.kernel, h, test.kernel_params)
         name = f"KSD ({kern.name}{', whitened' if white is not None else ''})"
         n = X.shape[0]
@@ -327,9 +334,11 @@ def rank_samples(samples, test, *, statistic=None, n_bootstrap=1000, confidence=
         candidate's burn-in (:meth:`~skstein.MaxSKSDTest.partial_fit`). A KSD test
         needs one bandwidth (``bandwidth="median"`` or a float; the default
         ``"aggregate"`` is refused: a ranking compares one kernel's values), and
-        uses its fitted bandwidth (and whitening, for ``whiten=True``), or resolves
-        ``bandwidth`` (and the whitening) on each candidate; a maxSKSD test uses its
-        directions, slices and bandwidths (``test_bandwidth`` applies).
+        uses its fitted bandwidth (and whitening, for ``whiten=True``). Unfitted, one
+        test shared by all candidates resolves ``bandwidth`` (and the whitening) once,
+        on the candidates pooled, so that every candidate is measured with the same
+        kernel; a test per candidate resolves them on its own candidate. A maxSKSD
+        test uses its directions, slices and bandwidths (``test_bandwidth`` applies).
     statistic : {"u", "v"}, default=None
         ``None``: each test's own ``statistic``.
     n_bootstrap : int, default=1000
@@ -405,16 +414,26 @@ def rank_samples(samples, test, *, statistic=None, n_bootstrap=1000, confidence=
         raise ValueError("pairs='between-groups' needs groups (e.g. the chain of each row).")
     rng = as_generator(random_state)
     streams = rng.spawn(len(names))
+    arrays = [check_samples(X, name=f"samples[{name!r}]") for name, X in zip(names, arrays)]
+    group_list = [None if grp is None else _check_groups(grp, X.shape[0], name, pairs)
+                  for name, X, grp in zip(names, arrays, group_list)]
+    if isinstance(test, KSDTest):
+        dims = {X.shape[1] for X in arrays}
+        if len(dims) > 1:
+            raise ValueError(f"the candidates have different numbers of features: "
+                             f"{sorted(dims)}.")
+    shared = None
     values, boots, methods, sizes = [], [], set(), []
     for k, (name, X, t, grp) in enumerate(zip(names, arrays, tests, group_list)):
-        X = check_samples(X, name=f"samples[{name!r}]")
         n = X.shape[0]
-        if grp is not None:
-            grp = _check_groups(grp, n, name, pairs)
         kind = statistic if statistic is not None else t.statistic
         bw_rng, boot_rng = streams[k].spawn(2)
+        if k == 0 and isinstance(test, KSDTest):
+            # one kernel for all: resolved on the pooled candidates, with the first
+            # candidate's stream (which its own resolution would have used)
+            shared = _ksd_settings(test, np.concatenate(arrays), bw_rng)
         try:
-            upper, diag, method = _stein_parts(t, X, bw_rng, max_memory)
+            upper, diag, method = _stein_parts(t, X, bw_rng, max_memory, shared)
         except ValueError as exc:  # say which candidate (the messages call it X)
             raise ValueError(f"on samples[{name!r}]: {exc}") from exc
         methods.add(method + (", pairs between groups" if pairs == "between-groups" else ""))

@@ -5,6 +5,7 @@ import pytest
 
 from skstein import KSDTest, MaxSKSDTest, SampleRanking, ksd, max_sksd, rank_samples
 from skstein.distributions import Gaussian
+from skstein.kernels import median_bandwidth, whitening
 from skstein.ranking import _counts, _group_counts, _replicates, _stein_parts
 
 
@@ -50,6 +51,37 @@ def test_replicates_equal_the_statistic_of_explicit_resamples(statistic):
                 ref = max_sksd(Xb, model, directions=test.directions_, slices=test.slices_,
                                bandwidth=test.bandwidth_, statistic=statistic)
             np.testing.assert_allclose(boot[b], ref, rtol=1e-10)
+
+
+def test_one_shared_test_measures_every_candidate_with_one_kernel():
+    # a bandwidth rule of one shared test is resolved once, on the pooled candidates; a
+    # test per candidate resolves it on its own candidate
+    model = Gaussian(np.zeros(2))
+    cands = _candidates(n=150)
+    pooled = np.concatenate(list(cands.values()))
+    h = median_bandwidth(pooled)
+    res = rank_samples(cands, KSDTest(model, bandwidth="median"), n_bootstrap=20,
+                       random_state=0)
+    ref = rank_samples(cands, KSDTest(model, bandwidth=h), n_bootstrap=20, random_state=0)
+    np.testing.assert_allclose(res.values, ref.values, rtol=1e-12)
+    assert np.array_equal(res.bootstrap, ref.bootstrap) and res.method == ref.method
+    own = rank_samples(cands, {k: KSDTest(model, bandwidth="median") for k in cands},
+                       n_bootstrap=20, random_state=0)
+    for k, v in zip(own.names, own.values):
+        np.testing.assert_allclose(v, ksd(cands[k], model, bandwidth=median_bandwidth(cands[k])),
+                                   rtol=1e-10)
+    # whitening too: one map, from the pooled candidates
+    white = whitening(pooled)
+    hw = median_bandwidth(pooled @ white[0])
+    res = rank_samples(cands, KSDTest(model, bandwidth="median", whiten=True), n_bootstrap=20,
+                       random_state=0)
+    for k, v in zip(res.names, res.values):
+        X = cands[k]
+        S = model.grad_logpdf(X)
+        np.testing.assert_allclose(
+            v, ksd(X @ white[0], lambda Y, S=S @ white[1]: S, bandwidth=hw), rtol=1e-10)
+    with pytest.raises(ValueError, match="different numbers of features"):
+        rank_samples([cands[1.0], np.ones((10, 3))], KSDTest(model, bandwidth="median"))
 
 
 def test_row_blocks_give_the_same_numbers():
