@@ -417,11 +417,10 @@ def rank_samples(samples, test, *, statistic=None, n_bootstrap=1000, confidence=
     arrays = [check_samples(X, name=f"samples[{name!r}]") for name, X in zip(names, arrays)]
     group_list = [None if grp is None else _check_groups(grp, X.shape[0], name, pairs)
                   for name, X, grp in zip(names, arrays, group_list)]
-    if isinstance(test, KSDTest):
-        dims = {X.shape[1] for X in arrays}
-        if len(dims) > 1:
-            raise ValueError(f"the candidates have different numbers of features: "
-                             f"{sorted(dims)}.")
+    for name, X in zip(names, arrays):
+        if X.shape[1] != arrays[0].shape[1]:
+            raise ValueError(f"samples[{name!r}] has {X.shape[1]} features, "
+                             f"samples[{names[0]!r}] {arrays[0].shape[1]}.")
     shared = None
     values, boots, methods, sizes = [], [], set(), []
     for k, (name, X, t, grp) in enumerate(zip(names, arrays, tests, group_list)):
@@ -431,7 +430,10 @@ def rank_samples(samples, test, *, statistic=None, n_bootstrap=1000, confidence=
         if k == 0 and isinstance(test, KSDTest):
             # one kernel for all: resolved on the pooled candidates, with the first
             # candidate's stream (which its own resolution would have used)
-            shared = _ksd_settings(test, np.concatenate(arrays), bw_rng)
+            try:
+                shared = _ksd_settings(test, np.concatenate(arrays), bw_rng)
+            except ValueError as exc:  # the messages call the sample X
+                raise ValueError(f"on the samples pooled: {exc}") from exc
         try:
             upper, diag, method = _stein_parts(t, X, bw_rng, max_memory, shared)
         except ValueError as exc:  # say which candidate (the messages call it X)

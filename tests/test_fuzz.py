@@ -850,6 +850,11 @@ def test_data_constant_along_a_feature_names_the_bandwidth_argument():
 
 
 def test_rank_samples_names_the_candidate():
-    with pytest.raises(ValueError, match=r"samples\['b'\]"):
-        rank_samples({"a": np.eye(3), "b": np.ones((3, 2))},
-                     KSDTest(std_normal_score, bandwidth="median"), n_bootstrap=20)
+    test = KSDTest(std_normal_score, bandwidth="median")
+    with pytest.raises(ValueError, match=r"samples\['b'\] has 2 features"):
+        rank_samples({"a": np.eye(3), "b": np.ones((3, 2))}, test, n_bootstrap=20)
+    # a constant candidate has no median distance of its own; the pooled one serves
+    cands = {"a": np.eye(3), "b": np.ones((3, 3))}
+    with pytest.raises(ValueError, match=r"on samples\['b'\]: .*coincide"):
+        rank_samples(cands, {"a": test, "b": test}, n_bootstrap=20)
+    assert np.all(np.isfinite(rank_samples(cands, test, n_bootstrap=20).values))
