@@ -379,8 +379,8 @@ class RelativeKSDTest(EngineMixin, RelativeMixin, BaseEstimator):
                  bandwidth="aggregate", n_bandwidths=10, kernel_params=None,
                  variance="jackknife", alpha=0.05, model_score="auto", n_posterior_samples=500,
                  burn_in=200, variant="g", n_slices=None, cross_fit=True, train_size=0.2,
-                 random_state=None, max_memory=DEFAULT_MAX_MEMORY, operator=None,
-                 whiten=False, shared_directions=False):
+                 shared_directions=False, random_state=None, max_memory=DEFAULT_MAX_MEMORY,
+                 operator=None, whiten=False):
         self.model_p = model_p
         self.model_q = model_q
         self.discrepancy = discrepancy
@@ -397,11 +397,11 @@ class RelativeKSDTest(EngineMixin, RelativeMixin, BaseEstimator):
         self.n_slices = n_slices
         self.cross_fit = cross_fit
         self.train_size = train_size
+        self.shared_directions = shared_directions
         self.random_state = random_state
         self.max_memory = max_memory
         self.operator = operator
         self.whiten = whiten
-        self.shared_directions = shared_directions
 
     def __sklearn_tags__(self):
         return discrete_input_tags(super().__sklearn_tags__(), self.model_p, self.model_q)
