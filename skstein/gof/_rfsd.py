@@ -22,6 +22,7 @@ from ..features import (
     rfsd_functional,
     rfsd_log_shift,
     rfsd_moments,
+    rfsd_value,
 )
 from ._base import BaselineTestMixin, is_fitted
 from ._common import SampleTestMethods, simulated_null_result
@@ -307,9 +308,7 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         r""":math:`\mathrm{R\Phi SD}^2` times :math:`e^{-2M}`, and the shift :math:`M`."""
         shift = rfsd_log_shift(X, feats, max_memory=self.max_memory)
         mom = rfsd_moments(X, S, feats, shift, second=False, max_memory=self.max_memory)
-        stat = float(rfsd_functional(mom.mean[None, :], feats.order, feats.n_features,
-                                     X.shape[1])[0])
-        return stat, shift
+        return rfsd_value(mom, feats, shift)[0], shift
 
     def _test(self, X):
         rng = as_generator(self.random_state)
@@ -329,10 +328,9 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         else:
             mom = rfsd_moments(X, S, feats, shift, max_memory=self.max_memory)
             cov = mom.covariance()
-        J = feats.n_features
-        stat = float(rfsd_functional(mom.mean[None, :], feats.order, J, d)[0])
-        null = gaussian_functional_null(cov, feats.order, J, d, int(self._n_draws("gaussian")),
-                                        null_rng) / n
+        stat = rfsd_value(mom, feats, shift)[0]
+        null = gaussian_functional_null(cov, feats.order, feats.n_features, d,
+                                        int(self._n_draws("gaussian")), null_rng) / n
         null_name = "chi2-mixture" if feats.order == 2 else "gaussian-functional"
         cov_name = ("data" if self.null_samples is None
                     else f"{int(self.null_samples)} model samples")
