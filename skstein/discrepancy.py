@@ -1049,8 +1049,8 @@ def polynomial_coordinates(X, whiten=False):
     maps the scores to those coordinates (``S @ B``, :math:`A B^\top = I`); and the
     saturation ``c2``, the squared radius where the mapped sample's squared radii end
     (their mean 1 plus the width of :func:`radial_scale`, :math:`\sqrt{2 \ln n}`
-    standard deviations). The test does not
-    change when ``A`` is multiplied by a number (the Stein matrix is multiplied by a
+    standard deviations). Raises ``ValueError`` when the rows of ``X`` coincide. The test
+    does not change when ``A`` is multiplied by a number (the Stein matrix is multiplied by a
     power of it), so the scaling only keeps the products in range.
     """
     d = X.shape[1]
@@ -1064,8 +1064,11 @@ def polynomial_coordinates(X, whiten=False):
     top = float(np.max(np.abs(Y))) if Y.size else 0.0
     if not np.isfinite(top):
         raise ValueError("X is on a scale whose coordinates overflow float64; rescale X.")
-    if top == 0.0:  # every row at the centre: no scale; any saturation gives zero features
-        return c, A, B, 1.0
+    if top == 0.0:  # the kernel, a power of products centred at c, is zero on every row
+        raise ValueError("all samples coincide (X has no two distinct rows), so the "
+                         "polynomial kernel centred at their mean has no scale and is zero "
+                         "on them; fit the test on a reference sample (for instance the "
+                         "model's samples) or use KSDTest.")
     rho = top * math.sqrt(float(np.mean(np.einsum("ij,ij->i", Y / top, Y / top))))
     A, B = A / rho, B * rho
     mean, width = radial_scale(Xc @ A)  # the mean is 1

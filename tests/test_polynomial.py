@@ -209,11 +209,20 @@ def test_warns_in_one_or_two_dimensions_below_500_points():
                 rng.standard_normal((n, d)))
 
 
-def test_constant_sample_has_no_evidence():
-    X = np.ones((30, 2))
-    with pytest.warns(UserWarning, match="2 dimensions"):
-        r = PolynomialKSDTest(Gaussian(np.ones(2)), n_bootstrap=50, random_state=0).test(X)
-    assert r.statistic == 0.0 and r.pvalue == 1.0 and not r.reject
+def test_constant_sample_needs_coordinates_from_a_reference():
+    # centred at their own mean, coinciding rows give a kernel that is zero on them: an
+    # error, not a statistic of 0 with a p-value of 1
+    X = np.ones((30, 3))
+    for model in (Gaussian(np.ones(3)), Gaussian(np.zeros(3))):
+        with pytest.raises(ValueError, match="all samples coincide"):
+            PolynomialKSDTest(model, n_bootstrap=50, random_state=0).test(X)
+    with pytest.raises(ValueError, match="all samples coincide"):
+        PolynomialKSDTest(Gaussian(np.zeros(3))).fit(X)
+    # fitted on a reference sample, the coordinates see the constant sample
+    ref = np.random.default_rng(0).standard_normal((200, 3))
+    for model in (Gaussian(np.ones(3)), Gaussian(np.zeros(3))):
+        r = PolynomialKSDTest(model, n_bootstrap=200, random_state=0).fit(ref).test(X)
+        assert r.reject and r.pvalue < 0.01
 
 
 def test_several_degrees_aggregate_each_degrees_test_on_the_same_draws():
