@@ -154,9 +154,8 @@ def _per_candidate(obj, names, what):
     return [obj] * len(names)
 
 
-def _ksd_settings(test, X, rng):
-    """The bandwidth and whitening (or None) of the KSD test ``test``: fitted, or
-    resolved on ``X``; a ValueError when the test aggregates over several kernels."""
+def _check_one_kernel(test):
+    """A ValueError when the KSD test ``test`` aggregates over several kernels."""
     h = getattr(test, "bandwidth_", None)
     if np.ndim(h if h is not None else 0) > 0 or (
             h is None and (is_collection(test.bandwidth) or np.ndim(test.bandwidth) > 0)):
@@ -168,6 +167,14 @@ def _ksd_settings(test, X, rng):
         raise ValueError(
             "rank_samples needs one kernel, but the KSDTest aggregates over two "
             "geometries (whiten='aggregate'); give it whiten=False or True.")
+    return geometries
+
+
+def _ksd_settings(test, X, rng):
+    """The bandwidth and whitening (or None) of the KSD test ``test``: fitted, or
+    resolved on ``X``; a ValueError when the test aggregates over several kernels."""
+    geometries = _check_one_kernel(test)
+    h = getattr(test, "bandwidth_", None)
     if h is not None:
         return h, getattr(test, "whitening_", None)
     white = whitening(X) if geometries[0] == "whitened" else None
@@ -430,6 +437,7 @@ def rank_samples(samples, test, *, statistic=None, n_bootstrap=1000, confidence=
         if k == 0 and isinstance(test, KSDTest):
             # one kernel for all: resolved on the pooled candidates, with the first
             # candidate's stream (which its own resolution would have used)
+            _check_one_kernel(test)  # the test's own settings: no sample to name
             try:
                 shared = _ksd_settings(test, np.concatenate(arrays), bw_rng)
             except ValueError as exc:  # the messages call the sample X

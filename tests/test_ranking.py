@@ -222,3 +222,9 @@ def test_validation():
         rank_samples([X], KSDTest(model), pairs="between-groups")
     with pytest.raises(ValueError):
         rank_samples([np.full((5, 2), np.nan)], KSDTest(model))
+    # the default KSDTest aggregates over bandwidths: refused as the test's setting, not
+    # as a fault of the pooled samples
+    with pytest.raises(ValueError, match="^rank_samples needs one kernel"):
+        rank_samples([X, X + 0.1], KSDTest(model))
+    with pytest.raises(ValueError, match="^rank_samples needs one kernel"):
+        rank_samples([X, X + 0.1], KSDTest(model, bandwidth="median", whiten="aggregate"))
