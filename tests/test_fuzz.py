@@ -49,6 +49,7 @@ from skstein import (
     LinearKSDTest,
     MaxSKSDTest,
     MMDGOFTest,
+    PolynomialKSDTest,
     RelativeKSDTest,
     RelativeMMDTest,
     RFSDTest,
@@ -630,6 +631,14 @@ def test_linear_ksd_test(case, fitted):
     # the linear-time test needs 4 samples (2 disjoint pairs at least)
     _gof(lambda: LinearKSDTest(case.model, bandwidth=case.bandwidth, random_state=0),
          case, fitted, fail={"X"} if _n(case) < 4 else ())
+
+
+@FEW
+@given(case=cases(bandwidths=False), fitted=st.booleans(),
+       degree=st.sampled_from([1, 3, (1, 4)]), whiten=st.booleans())
+def test_polynomial_ksd_test(case, fitted, degree, whiten):
+    _gof(lambda: PolynomialKSDTest(case.model, degree=degree, whiten=whiten, n_bootstrap=50,
+                                   random_state=0), case, fitted)
 
 
 @FEW
