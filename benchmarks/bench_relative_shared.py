@@ -1,9 +1,10 @@
 """The sliced relative test with each model's own directions or the union of both.
 
 ``RelativeKSDTest(discrepancy="maxsksd")`` learns each model's maxSKSD directions and,
-by default, takes each model's sliced discrepancy along its own directions; with
-``shared_directions=True`` both are taken along the union of the two sets, so the two
-statistics share their projections and their difference is paired. Models and data
+with ``shared_directions=False``, takes each model's sliced discrepancy along its own
+directions; with ``shared_directions=True`` (the default) both are taken along the
+union of the two sets, so the two statistics share their projections and their
+difference is paired. Models and data
 in ``D`` dimensions, ``u`` and ``w`` two orthonormal directions of a random rotation
 (seed 19). Printed: rejection rates over ``--trials`` data sets of size ``--n``.
 
@@ -13,8 +14,13 @@ in ``D`` dimensions, ``u`` and ``w`` two orthonormal directions of a random rota
   0.4 u and -0.4 u on N(0, I) data; variance 1.3 along u and along w; means 0.3 u and
   -0.3 u on unit-variance Student-t(5) data.
 
+With ``--ppca``, instead: the three cases of the ``relative-ppca`` experiment (PPCA
+models in 100 dimensions, H0 with P better, H0 at a tie, H1; the IMQ kernel and exact
+scores as that experiment's maxSKSD method). Its report uses seed 0; this script's
+default seed is another.
+
 Run: ``python benchmarks/bench_relative_shared.py [--d 3] [--n 300] [--trials 100]
-[--seed 616]``
+[--seed 616] [--ppca] [--n-jobs -1]``
 """
 
 import argparse
@@ -26,6 +32,7 @@ from scipy.stats import ortho_group
 from skstein import RelativeKSDTest
 from skstein.distributions import Gaussian, StudentT
 from skstein.experiments import rejection_rate
+from skstein.experiments.relative_ppca import TITLES, problem
 
 
 def _cases(d):
@@ -54,17 +61,27 @@ def main():
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--seed", type=int, default=616)
+    ap.add_argument("--ppca", action="store_true")
+    ap.add_argument("--n-jobs", type=int, default=-1)
     args = ap.parse_args()
     warnings.simplefilter("ignore")
-    print(f"D = {args.d}, n = {args.n}, {args.trials} trials: rate with own / shared "
-          "directions")
-    for name, (data, p, q) in _cases(args.d).items():
+    if args.ppca:
+        cases = {TITLES[c]: (lambda P, Q, R: (R, P, Q))(*problem(c)) for c in TITLES}
+        kw = dict(kernel="imq", model_score="exact")
+        print(f"relative-ppca (D = 100), n = {args.n}, {args.trials} trials: rate with own "
+              "/ shared directions")
+    else:
+        cases, kw = _cases(args.d), {}
+        print(f"D = {args.d}, n = {args.n}, {args.trials} trials: rate with own / shared "
+              "directions")
+    for name, (data, p, q) in cases.items():
         rates = []
         for shared in (False, True):
-            test = RelativeKSDTest(p, q, discrepancy="maxsksd", shared_directions=shared)
+            test = RelativeKSDTest(p, q, discrepancy="maxsksd", shared_directions=shared, **kw)
             rates.append(rejection_rate(test, data, args.n, n_trials=args.trials,
-                                        random_state=args.seed, verbose=False).rate)
-        print(f"{name:>24}: {rates[0]:.3f} / {rates[1]:.3f}", flush=True)
+                                        random_state=args.seed, n_jobs=args.n_jobs,
+                                        verbose=False).rate)
+        print(f"{name:>42}: {rates[0]:.3f} / {rates[1]:.3f}", flush=True)
 
 
 if __name__ == "__main__":

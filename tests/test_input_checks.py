@@ -81,9 +81,16 @@ def test_feature_moments_h1_variance_overflow_is_a_value_error():
 def test_relative_maxsksd_overflow_raises_and_degenerate_means_zero_variance():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        est = RelativeKSDTest(G, Q, discrepancy="maxsksd", random_state=0).fit(X)
+        own = RelativeKSDTest(G, Q, discrepancy="maxsksd", shared_directions=False,
+                              random_state=0).fit(X)
         with pytest.raises(ValueError, match=r"not finite on X.*rescale X"):
-            est.test(X * 1e150)
+            own.test(X * 1e150)  # each model's squared terms overflow in its variance
+        est = RelativeKSDTest(G, Q, discrepancy="maxsksd", random_state=0).fit(X)
+        # along shared directions the difference is formed term by term: the two models'
+        # terms agree to rounding, a degenerate result
+        res = est.test(X * 1e150)
+        assert res.degenerate and res.sigma == 0.0 and res.pvalue == 1.0
+        assert np.isfinite(res.discrepancy_p) and np.isfinite(res.discrepancy_q)
     # at 1e20 the two models give the same Stein matrices to rounding: a degenerate result,
     # with nothing above its threshold
     res = est.test(X * 1e20)

@@ -515,10 +515,10 @@ def test_maxsksd_difference_equals_the_functional_statistics():
     X = rng.normal(size=(120, 4))
     p, q = Gaussian(np.full(4, 0.4)), Gaussian(np.zeros(4), 1.5)
     test = RelativeKSDTest(p, q, discrepancy="maxsksd", kernel="rbf", bandwidth="median",
-                           random_state=0).fit(X)
+                           shared_directions=False, random_state=0).fit(X)
     Y = rng.normal(size=(90, 4))
     res = test.test(Y)
-    (Gp, Rp, hp), (Gq, Rq, hq) = test.directions_
+    (Gp, Rp, hp), (Gq, Rq, hq) = test.directions_  # each model along its own
     up = max_sksd(Y, p, directions=Gp, slices=Rp, bandwidth=hp)
     uq = max_sksd(Y, q, directions=Gq, slices=Rq, bandwidth=hq)
     assert res.discrepancy_p == pytest.approx(up, rel=1e-10)
@@ -542,7 +542,7 @@ def test_shared_directions_evaluate_both_models_along_the_union():
     X = rng.normal(size=(120, 4))
     p, q = Gaussian(np.full(4, 0.4)), Gaussian(np.zeros(4), 1.5)
     test = RelativeKSDTest(p, q, discrepancy="maxsksd", kernel="rbf", bandwidth="median",
-                           shared_directions=True, random_state=0).fit(X)
+                           random_state=0).fit(X)  # shared_directions=True, the default
     Y = rng.normal(size=(90, 4))
     res = test.test(Y)
     (Gp, Rp, hp), (Gq, Rq, hq) = test.directions_  # each model's own, as learned

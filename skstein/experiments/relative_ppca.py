@@ -30,8 +30,8 @@ Methods, all with the median-heuristic bandwidth of the data:
   from the prior, ``burn_in`` discarded);
 * ``maxSKSD``: the sliced relative test (``discrepancy="maxsksd"``, exact scores, IMQ
   kernel) with its defaults: cross-fitted (each model's maxSKSD-g directions learned
-  on each half of the data, the difference computed on the other half) and
-  aggregated over bandwidth factors;
+  on each half of the data, the difference computed on the other half, both models
+  along the union of their directions) and aggregated over bandwidth factors;
 * ``maxSKSD-split``: the same test on one split (directions learned on 20% of the
   data, the difference on the other 80%, median bandwidths), as before cross-fitting.
 
