@@ -196,17 +196,53 @@ def test_reproducible_and_auto_bootstrap():
     assert named.pvalue == a.pvalue
 
 
-def test_warns_in_one_or_two_dimensions_below_500_points():
+def test_warns_in_one_or_two_dimensions_below_500_points_with_the_wild_bootstrap():
     rng = np.random.default_rng(14)
     for d, n in [(1, 100), (2, 499)]:
-        with pytest.warns(UserWarning, match=f"in {d} dimension.*n={n} < 500"):
-            PolynomialKSDTest(Gaussian(np.zeros(d)), n_bootstrap=50).test(
-                rng.standard_normal((n, d)))
+        # a model without rvs (a callable score), or the wild bootstrap asked for
+        for model, kw in [(lambda X: -X, {}),
+                          (Gaussian(np.zeros(d)), dict(bootstrap="rademacher"))]:
+            with pytest.warns(UserWarning, match=f"in {d} dimension.*n={n} < 500"):
+                PolynomialKSDTest(model, n_bootstrap=50, **kw).test(rng.standard_normal((n, d)))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        for d, n in [(2, 500), (3, 60)]:
+        for d, n in [(2, 500), (3, 60), (1, 100)]:  # (1, 100): the Monte Carlo null
             PolynomialKSDTest(Gaussian(np.zeros(d)), n_bootstrap=100).test(
                 rng.standard_normal((n, d)))
+
+
+def test_monte_carlo_null_in_low_dimensions():
+    rng = np.random.default_rng(15)
+    model = Gaussian(np.zeros(2))
+    X = rng.standard_normal((80, 2))
+    res = PolynomialKSDTest(model, n_bootstrap=30, random_state=4).test(X)  # "auto"
+    assert res.bootstrap == "monte-carlo"
+    assert res.method == "polynomial KSD (degree 3, Monte Carlo null of 30 model samples)"
+    # its draws: the statistic of the unfitted test, coordinates learned on each sample,
+    # on model samples from the children of the test's seed
+    children = np.random.default_rng(4).spawn(30)
+    single = PolynomialKSDTest(model, bootstrap="rademacher")
+    for b in (0, 17):
+        Y = model.rvs(80, random_state=children[b])
+        assert res.null_distribution[b] == pytest.approx(single.discrepancy(Y), rel=1e-12)
+    assert res.statistic == pytest.approx(single.discrepancy(X), rel=1e-12)
+    k = np.sum(res.null_distribution >= res.statistic)
+    assert res.pvalue == (1 + k) / 31
+    # explicit, in any dimension; fitted: the fitted coordinates on every sample
+    X5 = rng.standard_normal((60, 5))
+    m5 = Gaussian(np.zeros(5))
+    ref = rng.standard_normal((200, 5))
+    fitted = PolynomialKSDTest(m5, bootstrap="monte-carlo", n_bootstrap=10,
+                               random_state=1).fit(ref)
+    r5 = fitted.test(X5)
+    Y = m5.rvs(60, random_state=np.random.default_rng(1).spawn(10)[3])
+    assert r5.null_distribution[3] == pytest.approx(fitted.discrepancy(Y), rel=1e-12)
+    # several degrees: one column of draws per degree, min-p aggregated
+    agg = PolynomialKSDTest(model, degree=(1, 3), n_bootstrap=30, random_state=4).test(X)
+    assert agg.pvalues[1] == res.pvalue and "Monte Carlo null" in agg.method
+    # a model without rvs cannot give one
+    with pytest.raises(TypeError, match="bootstrap='monte-carlo'"):
+        PolynomialKSDTest(lambda Z: -Z, bootstrap="monte-carlo").test(X)
 
 
 def test_constant_sample_needs_coordinates_from_a_reference():
@@ -296,6 +332,12 @@ def test_level_on_true_models():
     assert r.rate <= bound
     r = rejection_rate(PolynomialKSDTest(g, degree=(1, 3), n_bootstrap=300), g, 300,
                        n_trials=200, random_state=13, n_jobs=1, verbose=False)
+    assert r.rate <= bound
+    # one dimension, 50 points: the Monte Carlo null of "auto" (the wild bootstrap there
+    # rejected 0.125 of 400 true samples)
+    g1 = Gaussian(np.zeros(1))
+    r = rejection_rate(PolynomialKSDTest(g1, n_bootstrap=99), g1, 50, n_trials=200,
+                       random_state=14, n_jobs=1, verbose=False)
     assert r.rate <= bound
     t3 = StudentT(4, 3.0)  # heavy-tailed model: the saturated features keep a variance
     r = rejection_rate(PolynomialKSDTest(t3, n_bootstrap=300), t3, 300, n_trials=200,
