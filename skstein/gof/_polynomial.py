@@ -42,7 +42,6 @@ from sklearn.base import BaseEstimator
 from .._bootstrap import BOOTSTRAPS, auto_bootstrap, bootstrap_forms, bootstrap_weights
 from .._estimator import is_fitted
 from .._random import as_generator
-from ..distributions import rvs_kind
 from .._validation import (
     caller_stacklevel,
     check_bool,
@@ -58,6 +57,7 @@ from ..discrepancy import (
     polynomial_stein_pass,
     polynomial_stein_sums,
 )
+from ..distributions import rvs_kind
 from ._base import BaselineTestMixin, aggregated_result
 from ._common import SampleTestMethods, simulated_null_result
 
@@ -128,7 +128,7 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         Bootstrap draws, or model samples for the Monte Carlo null.
     alpha : float, default=0.05
     random_state : None, int or numpy.random.Generator, default=None
-        Seeds the bootstrap.
+        Seeds the bootstrap (or the model samples of the Monte Carlo null).
     max_memory : int, default=64 MiB
         Memory for the ``N x N`` Stein matrix; beyond it its rows are computed twice,
         by blocks (same results).
