@@ -12,7 +12,10 @@ in ``D`` dimensions, ``u`` and ``w`` two orthonormal directions of a random rota
   variance 1.6 along u, Q 1.3 along w; P mean 0.5 u, Q 0.3 w;
 * H0 at its boundary (the two tie by symmetry, the rate may be at most 0.05): means
   0.4 u and -0.4 u on N(0, I) data; variance 1.3 along u and along w; means 0.3 u and
-  -0.3 u on unit-variance Student-t(5) data.
+  -0.3 u on unit-variance Student-t(5) data;
+* mixtures of two unit-variance components at 2 u and -2 u, the data with weights
+  0.5 / 0.5: H1 with P's weights 0.7 / 0.3 and Q's 0.55 / 0.45; H0 at its boundary
+  (mirror images) with 0.6 / 0.4 and 0.4 / 0.6.
 
 With ``--ppca``, instead: the three cases of the ``relative-ppca`` experiment (PPCA
 models in 100 dimensions, H0 with P better, H0 at a tie, H1; the IMQ kernel and exact
@@ -30,7 +33,7 @@ import numpy as np
 from scipy.stats import ortho_group
 
 from skstein import RelativeKSDTest
-from skstein.distributions import Gaussian, StudentT
+from skstein.distributions import Gaussian, GaussianMixture, StudentT
 from skstein.experiments import rejection_rate
 from skstein.experiments.relative_ppca import TITLES, problem
 
@@ -45,6 +48,10 @@ def _cases(d):
     def var(v, a):
         return Gaussian(np.zeros(d), eye + a * np.outer(v, v))
 
+    def mix(w):  # unit-variance components at 2 u and -2 u, weights w and 1 - w
+        return GaussianMixture([w, 1.0 - w], np.array([2.0 * u, -2.0 * u]), np.ones(2),
+                               covariance_type="spherical")
+
     return {
         "H1 var 1.5 u / 1.2 u": (g, var(u, 0.5), var(u, 0.2)),
         "H1 var 1.6 u / 1.3 w": (g, var(u, 0.6), var(w, 0.3)),
@@ -52,6 +59,8 @@ def _cases(d):
         "H0 mean .4u / -.4u": (g, Gaussian(0.4 * u), Gaussian(-0.4 * u)),
         "H0 var 1.3 u / w": (g, var(u, 0.3), var(w, 0.3)),
         "H0 t5, mean .3u / -.3u": (t5, Gaussian(0.3 * u), Gaussian(-0.3 * u)),
+        "H1 mixture .7/.3, .55/.45": (mix(0.5), mix(0.7), mix(0.55)),
+        "H0 mixture .6/.4, .4/.6": (mix(0.5), mix(0.6), mix(0.4)),
     }
 
 
