@@ -687,6 +687,41 @@ def test_pooled_fourth_moment_level_small_sample_and_heavy_tails(case):
     assert np.mean(rejected) <= level + 3 * math.sqrt(level * (1 - level) / R)
 
 
+def test_pooled_moments_on_model_samples_in_low_dimensions():
+    # one dimension below 500 points, a model with exact samples: the whole sample's
+    # second and fourth moments are calibrated on samples of the model
+    rng = np.random.default_rng(31)
+    model = Gaussian(np.zeros(1))
+    X = rng.standard_normal((40, 1)) * 1.3
+    kw = dict(n_bootstrap=99, max_iter=5, random_state=2)
+    mc = MaxSKSDTest(model, **kw).test(X)
+    assert mc.method.endswith("calibrated on samples of the model)")
+    wild = MaxSKSDTest(model, bootstrap="rademacher", **kw).test(X)
+    assert "calibrated" not in wild.method
+    # the same statistics (the same streams); p-values on the grid of 99 model samples
+    np.testing.assert_allclose(mc.statistics[-2:], wild.statistics[-2:], rtol=1e-12)
+    grid = mc.pvalues[-2:] * 100
+    np.testing.assert_allclose(grid, np.round(grid), atol=1e-9)
+    assert mc.pvalues[0] == wild.pvalues[0]  # the learned part keeps its bootstrap
+    again = MaxSKSDTest(model, **kw).test(X)
+    np.testing.assert_array_equal(again.pvalues, mc.pvalues)
+    # not where the rule does not hold: two dimensions, or a score without samples
+    X2 = rng.standard_normal((40, 2))
+    assert "calibrated" not in MaxSKSDTest(Gaussian(np.zeros(2)), **kw).test(X2).method
+    assert "calibrated" not in MaxSKSDTest(lambda Z: -Z, **kw).test(X).method
+
+
+@pytest.mark.slow
+def test_pooled_moments_level_in_one_dimension():
+    # the default test in one dimension at N = 30: its whole-sample moments' bootstraps
+    # rejected 0.11 of 600 true samples; calibrated on model samples, 300 trials
+    g = Gaussian(np.zeros(1))
+    R = 300
+    rejected = [MaxSKSDTest(g, n_bootstrap=99, max_iter=5, random_state=seed).test(
+        g.rvs(30, random_state=900 + seed)).reject for seed in range(R)]
+    assert np.mean(rejected) <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / R)
+
+
 @pytest.mark.parametrize("kw, n, kind", [
     (dict(), 149, "rademacher"),  # 119 points not learned on
     (dict(), 150, "multinomial"),  # 120
