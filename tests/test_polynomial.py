@@ -240,9 +240,16 @@ def test_monte_carlo_null_in_low_dimensions():
     # several degrees: one column of draws per degree, min-p aggregated
     agg = PolynomialKSDTest(model, degree=(1, 3), n_bootstrap=30, random_state=4).test(X)
     assert agg.pvalues[1] == res.pvalue and "Monte Carlo null" in agg.method
-    # a model without rvs cannot give one
+    # a model without rvs cannot give one; samples of another size are named
     with pytest.raises(TypeError, match="bootstrap='monte-carlo'"):
         PolynomialKSDTest(lambda Z: -Z, bootstrap="monte-carlo").test(X)
+
+    class Short(Gaussian):
+        def rvs(self, size=1, random_state=None):
+            return super().rvs(size, random_state=random_state)[:-1]
+
+    with pytest.raises(ValueError, match=r"model.rvs\(80\) returned 79 rows"):
+        PolynomialKSDTest(Short(np.zeros(2)), bootstrap="monte-carlo").test(X)
 
 
 def test_constant_sample_needs_coordinates_from_a_reference():

@@ -13,9 +13,22 @@ import numpy as np
 from .._bootstrap import bootstrap_pvalue, bootstrap_threshold
 from .._docstrings import fill_doc
 from .._result import GOFTestResult
+from .._validation import check_samples, evaluate_score
 from .._xp import host_single_blas
 
-__all__ = ["FitMethod", "SampleTestMethods", "check_criterion_samples", "simulated_null_result"]
+__all__ = ["FitMethod", "SampleTestMethods", "check_criterion_samples", "model_sample",
+           "simulated_null_result"]
+
+
+def model_sample(model, n, d, rng):
+    """``n`` validated rows of ``d`` features from ``model.rvs`` (seeded by ``rng``) and
+    the model's scores there: the samples of a Monte Carlo null."""
+    X0 = check_samples(model.rvs(int(n), random_state=rng), name="model.rvs(...)")
+    if X0.shape[1] != d:
+        raise ValueError(f"the samples of model have {X0.shape[1]} features, X has {d}.")
+    if X0.shape[0] != n:
+        raise ValueError(f"model.rvs({int(n)}) returned {X0.shape[0]} rows.")
+    return X0, evaluate_score(model, X0, "model", check_tails=False)
 
 
 def simulated_null_result(stat, null, *, alpha, method, n_samples, bootstrap, n_bootstrap,

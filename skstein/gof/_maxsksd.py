@@ -68,7 +68,7 @@ from ._base import (
     split_indices,
     train_count,
 )
-from ._common import SampleTestMethods
+from ._common import SampleTestMethods, model_sample
 from ._polynomial import LOW_DIMENSION_MIN_SAMPLES
 
 __all__ = ["MaxSKSDTest", "combine_pvalues"]
@@ -1409,13 +1409,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         null = np.empty((int(self.n_bootstrap), 2))
         for b, child in enumerate(model_rng.spawn(int(self.n_bootstrap))):
             draw_rng, split_rng = child.spawn(2)
-            Y = check_samples(self.model.rvs(n, random_state=draw_rng),
-                              name="model.rvs(...)")
-            if Y.shape != (n, d):
-                raise ValueError(f"model.rvs({n}) returned an array of shape {Y.shape}; "
-                                 f"the test needs ({n}, {d}).")
-            null[b] = statistics(Y, evaluate_score(self.model, Y, "model",
-                                                   check_tails=False), split_rng)
+            null[b] = statistics(*model_sample(self.model, n, d, draw_rng), split_rng)
         if not np.all(np.isfinite(null)):
             raise ValueError("the moment statistics are not finite on some samples of "
                              "model.rvs; take bootstrap='rademacher'.")

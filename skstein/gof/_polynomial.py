@@ -59,7 +59,7 @@ from ..discrepancy import (
 )
 from ..distributions import rvs_kind
 from ._base import BaselineTestMixin, aggregated_result
-from ._common import SampleTestMethods, simulated_null_result
+from ._common import SampleTestMethods, model_sample, simulated_null_result
 
 __all__ = ["PolynomialKSDTest", "MAX_DEGREE", "LOW_DIMENSION_MIN_SAMPLES"]
 
@@ -277,12 +277,7 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         size ``n`` (rows), computed as on the tested sample."""
         null = np.empty((int(self.n_bootstrap), len(degrees)))
         for b, child in enumerate(rng.spawn(int(self.n_bootstrap))):
-            X0 = check_samples(self.model.rvs(n, random_state=child), name="model.rvs(...)")
-            if X0.shape != (n, d):
-                raise ValueError(f"model.rvs({n}) returned an array of shape {X0.shape}; "
-                                 f"the test needs ({n}, {d}).")
-            Y0, S0, c2 = self._in_coordinates(
-                X0, evaluate_score(self.model, X0, "model", check_tails=False))
+            Y0, S0, c2 = self._in_coordinates(*model_sample(self.model, n, d, child))
             for k, p in enumerate(degrees):
                 null[b, k] = polynomial_stein_sums(Y0, S0, p, c2,
                                                    self.max_memory).statistic("u")

@@ -25,7 +25,7 @@ from ..features import (
     rfsd_value,
 )
 from ._base import BaselineTestMixin, is_fitted
-from ._common import SampleTestMethods, simulated_null_result
+from ._common import SampleTestMethods, model_sample, simulated_null_result
 
 __all__ = ["RFSDTest"]
 
@@ -298,12 +298,6 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         S = evaluate_score(self.model, X, "model")
         return X, S, feats
 
-    def _model_sample(self, m, d, rng):
-        X0 = check_samples(self.model.rvs(int(m), random_state=rng), name="model.rvs(...)")
-        if X0.shape[1] != d:
-            raise ValueError(f"the samples of model have {X0.shape[1]} features, X has {d}.")
-        return X0, evaluate_score(self.model, X0, "model", check_tails=False)
-
     def _statistic(self, X, S, feats):
         r""":math:`\mathrm{R\Phi SD}^2` times :math:`e^{-2M}`, and the shift :math:`M`."""
         shift = rfsd_log_shift(X, feats, max_memory=self.max_memory)
@@ -321,7 +315,7 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         n, d = X.shape
         shift = rfsd_log_shift(X, feats, max_memory=self.max_memory)
         if self.null_samples is not None:
-            X0, S0 = self._model_sample(self.null_samples, d, model_rng)
+            X0, S0 = model_sample(self.model, self.null_samples, d, model_rng)
             shift = max(shift, rfsd_log_shift(X0, feats, max_memory=self.max_memory))
             mom = rfsd_moments(X, S, feats, shift, second=False, max_memory=self.max_memory)
             cov = rfsd_moments(X0, S0, feats, shift, max_memory=self.max_memory).covariance()
@@ -344,7 +338,7 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         stat, shift = self._statistic(X, S, feats)
         log_null = np.empty(n_draws)
         for b, child in enumerate(model_rng.spawn(n_draws)):
-            Y, SY = self._model_sample(n, d, child)
+            Y, SY = model_sample(self.model, n, d, child)
             fY = feats if redraw is None else self._draw(Y, copy.deepcopy(redraw))
             value, shift_y = self._statistic(Y, SY, fY)
             with np.errstate(divide="ignore"):
