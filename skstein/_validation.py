@@ -215,25 +215,30 @@ def check_bandwidth_rule(bandwidth, rules=("median", "aggregate")):
                          f"float or an array of positive floats, got {bandwidth!r}.")
 
 
-def check_whiten(whiten):
+def check_whiten(whiten, auto=False):
     """The geometries a test's kernels act in, from its ``whiten`` parameter.
 
     ``False``: ``("euclidean",)``; ``True``: ``("whitened",)``; ``"aggregate"``:
-    both, the Euclidean first.
+    both, the Euclidean first. ``auto``: whether the estimator also takes ``"auto"``
+    (resolved by the estimator itself; only named in the error here).
     """
     if isinstance(whiten, str) and whiten == "aggregate":
         return ("euclidean", "whitened")
     if isinstance(whiten, (bool, np.bool_)):
         return ("whitened",) if whiten else ("euclidean",)
-    raise ValueError(f"whiten must be False, True or 'aggregate', got {whiten!r}.")
+    choices = "False, True, 'aggregate' or 'auto'" if auto else "False, True or 'aggregate'"
+    raise ValueError(f"whiten must be {choices}, got {whiten!r}.")
 
 
 def check_no_whiten(est):
     """Refuse ``whiten`` on an estimator whose model is discrete."""
     whiten = getattr(est, "whiten", False)
+    if isinstance(whiten, str) and whiten == "auto":   # no covariance: the samples' own
+        return
     if not (isinstance(whiten, (bool, np.bool_)) and not whiten):
-        raise ValueError(f"whiten must be False for a discrete model, got {whiten!r}: its "
-                         "samples are categories, with no covariance to whiten.")
+        raise ValueError(f"whiten must be False or 'auto' for a discrete model, got "
+                         f"{whiten!r}: its samples are categories, with no covariance to "
+                         "whiten.")
 
 
 #: The fitted scikit-learn estimators and scalers that

@@ -63,6 +63,8 @@ __all__ = [
     "bandwidth_grid",
     "bandwidth_factor_grid",
     "whitening",
+    "whitening_condition",
+    "AUTO_WHITEN_CONDITION",
     "KERNELS",
     "MIN_BANDWIDTH",
 ]
@@ -772,6 +774,22 @@ def _device_scales(X, max_points, random_state, quantile=None):
     if med < MIN_BANDWIDTH:
         _positive_median(np.array([med]))   # raises the host's error
     return med, (None if quantile is None else _sorted_quantile(v[zeros:], m - zeros, quantile))
+
+
+#: ``KSDTest(whiten="auto")`` aggregates the whitened geometry with the data's own when
+#: the Ledoit-Wolf covariance of the data has a condition number of at least this: the
+#: standard deviation along the widest direction at least twice that along the
+#: narrowest. Isotropic samples stay below it (at most 2.6 in 50 samples each of 30 to
+#: 1000 standard normal points in 2 to 100 dimensions); at a ratio of 16 the Euclidean
+#: kernels already miss a shift along the widest axis that the whitened ones find.
+AUTO_WHITEN_CONDITION = 4.0
+
+
+def whitening_condition(whitening):
+    """The condition number of the covariance behind a :func:`whitening` ``(A, B)``: the
+    ratio of its largest eigenvalue to its smallest."""
+    norms = np.linalg.norm(whitening[0], axis=0)   # the columns of A: 1 / sqrt(eigenvalue)
+    return float((norms.max() / norms.min()) ** 2)
 
 
 def whitening(X):

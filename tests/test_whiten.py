@@ -149,11 +149,11 @@ def test_aggregated_geometries_find_a_shift_along_the_widest_axis(cls):
     model, R, var = _anisotropic(5)
     shifted = Gaussian(0.5 * np.sqrt(var[-1]) * R[:, -1], model.cov)
     kw = dict(n_trials=30, random_state=6, n_jobs=1)
-    euclid = rejection_rate(cls(model, n_bootstrap=300), shifted, 300, **kw)
+    euclid = rejection_rate(cls(model, whiten=False, n_bootstrap=300), shifted, 300, **kw)
     both = rejection_rate(cls(model, whiten="aggregate", n_bootstrap=300), shifted, 300, **kw)
     # stated floors (maxSKSD-g measured 0.085 and 0.995 over 200 trials of other seeds):
-    # the aggregated geometries reject in at least 90% of 30 trials, the default test
-    # in at most 30%
+    # the aggregated geometries (KSDTest's default here) reject in at least 90% of 30
+    # trials, the data's coordinates alone in at most 30%
     assert euclid.rate <= 0.3 and both.rate >= 0.9, (euclid.rate, both.rate)
 
 
@@ -303,3 +303,57 @@ def test_relative_whiten_validation_names_the_argument(rng):
     cat = Categorical(np.full((3, 4), 0.25))
     with pytest.raises(ValueError, match="whiten"):
         RelativeKSDTest(cat, cat, whiten=True).test(rng.integers(0, 4, size=(50, 3)))
+
+
+def test_whitening_condition_is_the_ledoit_wolf_condition_number(rng):
+    from sklearn.covariance import ledoit_wolf
+
+    from skstein.kernels import whitening_condition
+
+    model, _, _ = _anisotropic(4)
+    X = model.rvs(300, random_state=rng)
+    w = np.linalg.eigvalsh(ledoit_wolf(X)[0])
+    assert whitening_condition(whitening(X)) == pytest.approx(w[-1] / w[0], rel=1e-9)
+    # isotropic samples stay below the threshold of whiten="auto"
+    from skstein.kernels import AUTO_WHITEN_CONDITION
+    assert whitening_condition(whitening(rng.standard_normal((100, 5)))) < \
+        AUTO_WHITEN_CONDITION
+
+
+def test_auto_whitening_is_the_plain_test_on_isotropic_data(rng):
+    model = Gaussian(np.zeros(4))
+    X = rng.standard_normal((150, 4)) * 1.1
+    auto = KSDTest(model, n_bootstrap=200, random_state=2).test(X)
+    plain = KSDTest(model, n_bootstrap=200, random_state=2, whiten=False).test(X)
+    assert auto.statistic == plain.statistic and auto.pvalue == plain.pvalue
+    assert auto.method == plain.method and "geometries" not in auto.method
+    np.testing.assert_array_equal(auto.statistics, plain.statistics)
+    fitted = KSDTest(model, n_bootstrap=200).fit(X)
+    assert fitted.whitening_ is None and set(fitted.geometries_) == {"euclidean"}
+
+
+def test_auto_whitening_aggregates_both_geometries_on_anisotropic_data(rng):
+    model, _, _ = _anisotropic(4)
+    X = model.rvs(150, random_state=rng)
+    auto = KSDTest(model, n_bootstrap=200, random_state=2).test(X)
+    both = KSDTest(model, n_bootstrap=200, random_state=2, whiten="aggregate").test(X)
+    assert auto.statistic == both.statistic and auto.pvalue == both.pvalue
+    assert auto.labels == both.labels and "2 geometries" in auto.method
+    fitted = KSDTest(model, n_bootstrap=200).fit(X)
+    assert fitted.geometries_ == both.labels and fitted.whitening_ is not None
+    # a single bandwidth, or a collection the user gives, stays in the data's units
+    for bandwidth in ("median", 0.8, [0.5, 1.0, 2.0]):
+        one = KSDTest(model, bandwidth=bandwidth, n_bootstrap=200, random_state=2).test(X)
+        plain = KSDTest(model, bandwidth=bandwidth, n_bootstrap=200, random_state=2,
+                        whiten=False).test(X)
+        assert one.pvalue == plain.pvalue and one.statistic == plain.statistic
+
+
+def test_whiten_errors_name_auto():
+    with pytest.raises(ValueError, match="'auto'"):
+        KSDTest(Gaussian(np.zeros(2)), whiten="yes").fit(np.ones((5, 2)) * np.arange(5)[:, None])
+    X = np.random.default_rng(0).integers(0, 3, size=(40, 2))
+    res = KSDTest(Categorical(np.full((2, 3), 1 / 3)), n_bootstrap=100, random_state=0).test(X)
+    assert np.isfinite(res.pvalue)
+    with pytest.raises(ValueError, match="False or 'auto'"):
+        KSDTest(Categorical(np.full((2, 3), 1 / 3)), whiten=True).test(X)

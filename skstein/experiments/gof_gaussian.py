@@ -105,7 +105,9 @@ def make_test(method, model, n_bootstrap, train_size=0.2):
     if method == "KSD":
         return KSDTest(model, kernel="rbf", bandwidth="median", n_bootstrap=n_bootstrap)
     if method == "KSD-agg":
-        return KSDTest(model, kernel="rbf", bandwidth="aggregate", n_bootstrap=n_bootstrap)
+        # KSDAgg's test, in the data's coordinates (the reported rates were measured so)
+        return KSDTest(model, kernel="rbf", bandwidth="aggregate", n_bootstrap=n_bootstrap,
+                       whiten=False)
     if method == "maxSKSD-g":
         return MaxSKSDTest(model, variant="g", n_bootstrap=n_bootstrap, train_size=train_size)
     if method == "maxSKSD-rg":

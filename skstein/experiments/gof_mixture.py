@@ -10,7 +10,8 @@ other weights (under H0, from the model):
 * ``3d``: three components 4 to 5 apart in D = 3 with standard deviations up to 1.4
   (they overlap), model weights 0.5 / 0.3 / 0.2, data weights 0.35 / 0.35 / 0.3.
 
-Methods: ``KSD`` (the default aggregated :class:`~skstein.KSDTest`), ``KSD-imq``
+Methods: ``KSD`` (the aggregated :class:`~skstein.KSDTest` in the data's coordinates,
+``whiten=False``: the default before ``whiten="auto"``), ``KSD-imq``
 (IMQ kernel, median heuristic: the kernel of the perturbed test) and ``perturbed KSD``
 (:class:`~skstein.PerturbedKSDTest` with its defaults: half the sample learns the modes
 and the jump scale, the other half is tested). Every method of a trial sees the same
@@ -63,7 +64,8 @@ def setting(case, hypothesis):
 def make_test(method, model, n_bootstrap):
     """The test called ``method`` (see :data:`METHODS`)."""
     if method == "KSD":
-        return KSDTest(model, n_bootstrap=n_bootstrap)
+        # in the data's coordinates, as the reported rates were measured
+        return KSDTest(model, n_bootstrap=n_bootstrap, whiten=False)
     if method == "KSD-imq":
         return KSDTest(model, kernel="imq", bandwidth="median", n_bootstrap=n_bootstrap)
     if method == "perturbed KSD":

@@ -192,7 +192,9 @@ def make_test(method, model, n_bootstrap, protocol="standard", cfg=FULL):
     if method == "KSD":
         return KSDTest(model, kernel="rbf", bandwidth="median", n_bootstrap=n_bootstrap)
     if method == "KSD-agg":
-        return KSDTest(model, kernel="rbf", bandwidth="aggregate", n_bootstrap=n_bootstrap)
+        # KSDAgg's test, in the data's coordinates (the reported rates were measured so)
+        return KSDTest(model, kernel="rbf", bandwidth="aggregate", n_bootstrap=n_bootstrap,
+                       whiten=False)
     if method in BASELINES:
         return make_baseline(method, model, n_bootstrap, model_null=False)
     if method not in ("maxSKSD-g", "maxSKSD-rg"):

@@ -17,7 +17,15 @@ from .._result import GOFTestResult
 from .._engines import EngineMixin, EstimatorEngine, select_engine
 from .._validation import check_bandwidth_rule, check_positive_int, check_whiten
 from ..discrepancy import DEFAULT_MAX_MEMORY, resolve_bandwidth, resolve_bandwidths
-from ..kernels import GRID_TOP, blind_kernels, make_kernel, warn_vanishing_kernels, whitening
+from ..kernels import (
+    AUTO_WHITEN_CONDITION,
+    GRID_TOP,
+    blind_kernels,
+    make_kernel,
+    warn_vanishing_kernels,
+    whitening,
+    whitening_condition,
+)
 from . import _discrete
 from ._base import SteinTestMixin, aggregated_result, is_fitted
 from ._common import SampleTestMethods
@@ -102,18 +110,30 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
     averaged out. ``whiten=True`` runs the test in the coordinates that whiten the
     data (:func:`skstein.kernels.whitening`: a Mahalanobis kernel, the same
     hypothesis), ``whiten="aggregate"`` aggregates both geometries' collections in one
-    test. Measured (``n = 300``, 200 trials per rate, rates at ``alpha = 0.05``,
+    test, and the default ``whiten="auto"`` does so when the data are anisotropic:
+    when the Ledoit-Wolf covariance of the sample has a condition number of at least
+    :data:`~skstein.kernels.AUTO_WHITEN_CONDITION` (4; isotropic samples of 30 points
+    or more stay below 2.6), and only for the collection the library resolves
+    (``bandwidth="aggregate"``: a single bandwidth, or one the user gives, keeps the
+    data's units). Otherwise it is ``whiten=False``, with the same numbers.
+    Measured (``n = 300``, 200 trials per rate, rates at ``alpha = 0.05``,
     binomial standard errors up to 0.035; D = 5 / 20): on a rotated Gaussian with
     variances from 0.1 to 10, a shift of half a standard deviation along the widest
-    axis is rejected 0.10 / 0.07 by the default test and 1.00 / 1.00 whitened or
+    axis is rejected 0.10 / 0.07 in the data's coordinates and 1.00 / 1.00 whitened or
     aggregated; a variance 1.5 times larger along that axis 0.06 / 0.03, 0.52 / 0.05
     whitened and 0.42 / 0.03 aggregated. Whitening alone loses a mixture whose
     clusters are too wide (three clusters, variance 0.7 instead of 0.5): 0.83 / 0.48
-    by the default test, 0.15 / 0.09 whitened and 0.75 / 0.37 aggregated. On isotropic
-    alternatives the three agree within binomial error. Levels stayed within three
-    binomial standard deviations of 0.05 on the rotated Gaussian, the mixture and a
-    standard normal. Aggregating both geometries costs 2.1 to 2.5 times the default
-    test (``benchmarks/bench_aggregate.py``, N = 1000, D = 10 and 100).
+    in the data's coordinates, 0.15 / 0.09 whitened and 0.75 / 0.37 aggregated. On
+    isotropic alternatives the three agree within binomial error. Levels stayed
+    within three binomial standard deviations of 0.05 on the rotated Gaussian, the
+    mixture and a standard normal. Aggregating both geometries costs 1.9 to 2.5 times
+    the test in one geometry (``benchmarks/bench_aggregate.py``, N = 1000, D = 10 and
+    100). The default, measured on other seeds (``benchmarks/bench_whiten_auto.py``,
+    ``whiten=False`` / default, D = 5 / 20): the widest-axis shift at condition
+    number 16 0.505 / 1.000 and 0.360 / 1.000, at 100 0.070 / 1.000 and 0.110 /
+    1.000; the wider clusters 0.825 / 0.795 and 0.885 / 0.815; the levels there
+    0.030-0.075; Student-t(5) data against N(0, I) the same numbers (no sample
+    whitened).
 
     Parameters
     ----------
@@ -168,15 +188,21 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
         score blows up, and a continuous model the Langevin operator. A discrete
         operator needs a discrete model and integer data; the kernels are then those
         of :mod:`skstein.discrete` (``"rbf"`` is the exponentiated Hamming kernel).
-    whiten : bool or "aggregate", default=False
+    whiten : bool, "aggregate" or "auto", default="auto"
         ``False``: the kernel acts on the data's coordinates. ``True``: on the whitened
         coordinates ``X @ A`` of :func:`~skstein.kernels.whitening` (Ledoit-Wolf
         covariance of the data), with the model's scores mapped by the chain rule;
         bandwidths, including a float, are then in whitened units. ``"aggregate"``:
         both geometries' kernels in one aggregated test (one bootstrap, the min-p
-        correction over all of them), about twice the cost. The whitening is resolved
-        on the data given to :meth:`fit` (or to :meth:`test` when not fitted), like the
-        bandwidths. Continuous models only.
+        correction over all of them), about twice the cost. ``"auto"``: ``"aggregate"``
+        when the library resolves the collection (``bandwidth="aggregate"``) and the
+        data are anisotropic (the condition number of their Ledoit-Wolf covariance is
+        at least :data:`~skstein.kernels.AUTO_WHITEN_CONDITION`, 4), ``False``
+        otherwise; ``geometries_`` (or a result's ``labels``) says which. The whitening
+        (and the choice of ``"auto"``) is resolved on the data given to :meth:`fit`
+        (or to :meth:`test` when not fitted), like the bandwidths. ``True`` and
+        ``"aggregate"``: continuous models only; a discrete model takes ``"auto"`` as
+        ``False``.
     bandwidth_weights : "uniform", "centred" or array-like, default="uniform"
         Weights of the bandwidths in the aggregated test (KSDAgg's weighted test;
         the level stays exact for any weights): bandwidth ``l`` rejects at ``w_l``
@@ -202,7 +228,7 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
         (continuous models).
     whitening_ : tuple (A, B) of ndarrays of shape (n_features, n_features) or None
         The fitted whitening of points (``X @ A``) and scores (``S @ B``); None for
-        ``whiten=False``.
+        ``whiten=False``, and for ``"auto"`` when it kept the data's coordinates.
     bandwidth_weights_ : ndarray of shape (n_kernels,) or None
         The fitted weights of an aggregated test (mean one); None when uniform or
         for a single bandwidth.
@@ -271,7 +297,7 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
     def __init__(self, model, *, kernel="rbf", bandwidth="aggregate", n_bandwidths=10,
                  kernel_params=None, statistic="u", bootstrap="auto", n_bootstrap=1000,
                  alpha=0.05, random_state=None, max_memory=DEFAULT_MAX_MEMORY, operator=None,
-                 whiten=False, bandwidth_weights="uniform"):
+                 whiten="auto", bandwidth_weights="uniform"):
         self.model = model
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -311,8 +337,13 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
                              "model's collection is aggregated with uniform weights.")
 
     def _geometries(self):
-        """The geometries the kernels act in, from ``whiten``."""
-        return check_whiten(self.whiten)
+        """The geometries the kernels may act in, from ``whiten``; ``"auto"`` adds the
+        whitened one to the collection the library resolves (``bandwidth="aggregate"``),
+        and :meth:`_resolve_kernels` keeps it only for anisotropic data."""
+        if isinstance(self.whiten, str) and self.whiten == "auto":
+            collection = isinstance(self.bandwidth, str) and self.bandwidth == "aggregate"
+            return ("euclidean", "whitened") if collection else ("euclidean",)
+        return check_whiten(self.whiten, auto=True)
 
     def _resolve_kernels(self, X, rng, X_device=None):
         """``(bandwidth_, kernel_, geometries_, whitening_, bandwidth_weights_)`` on ``X``.
@@ -330,6 +361,9 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
         rule = _check_bandwidth_weights(self.bandwidth_weights)
         geometries = self._geometries()
         white = whitening(X) if "whitened" in geometries else None
+        if white is not None and isinstance(self.whiten, str) and self.whiten == "auto" \
+                and whitening_condition(white) < AUTO_WHITEN_CONDITION:
+            geometries, white = ("euclidean",), None
         hs, kernels, labels, centres = [], [], [], []
         for geometry in geometries:
             Xg = X @ white[0] if geometry == "whitened" else X
