@@ -100,6 +100,7 @@ from .discrepancy import (
     sliced_value_and_grad,
 )
 from .kernels import KERNELS
+from .kernels import flat_directions as _flat_columns
 
 __all__ = ["search_directions", "DirectionSearchResult", "AscentSettings", "stein_starts",
            "stein_moment_matrix", "independent_directions", "VARIANTS", "OPTIMIZERS",
@@ -685,18 +686,6 @@ class AscentSettings:
         dict
         """
         return dict(kernel=self.kernel, kernel_params=self.kernel_params)
-
-
-def _flat_columns(A, G):
-    r"""Whether the rows of ``A`` coincide along each direction (row of ``G``), up to
-    rounding: a spread of at most 64 machine epsilons of the largest sum of the magnitudes
-    of a projection's products, :math:`\max_i \sum_k |a_{ik} g_k|` (the scale of its
-    rounding error: along a direction orthogonal to two equal columns every projection
-    is rounding, small against that sum but not against the largest projection)."""
-    tol = 64 * np.finfo(np.float64).eps
-    P = A @ G.T
-    scale = np.max(np.abs(A) @ np.abs(G).T, axis=0)
-    return np.ptp(P, axis=0) <= tol * scale
 
 
 def _coincide_along(G, *samples):

@@ -64,6 +64,7 @@ __all__ = [
     "bandwidth_factor_grid",
     "whitening",
     "whitening_condition",
+    "auto_whitening",
     "AUTO_WHITEN_CONDITION",
     "KERNELS",
     "MIN_BANDWIDTH",
@@ -785,9 +786,58 @@ def _device_scales(X, max_points, random_state, quantile=None):
 AUTO_WHITEN_CONDITION = 4.0
 
 
+def flat_directions(A, G):
+    r"""Whether the rows of ``A`` coincide along each direction (row of ``G``), up to
+    rounding: a spread of at most 64 machine epsilons of the largest sum of the magnitudes
+    of a projection's products, :math:`\max_i \sum_k |a_{ik} g_k|` (the scale of its
+    rounding error: along a direction orthogonal to two equal columns every projection
+    is rounding, small against that sum but not against the largest projection)."""
+    tol = 64 * np.finfo(np.float64).eps
+    P = A @ G.T
+    scale = np.max(np.abs(A) @ np.abs(G).T, axis=0)
+    return np.ptp(P, axis=0) <= tol * scale
+
+
+def auto_whitening(X):
+    """The :func:`whitening` of ``X`` where ``whiten="auto"`` takes it, else None.
+
+    It is taken when the condition number of the Ledoit-Wolf covariance
+    (:func:`whitening_condition`) is at least :data:`AUTO_WHITEN_CONDITION` and the
+    rows of ``X`` do not coincide, up to rounding, along an axis of that covariance (a
+    sample with fewer rows than columns, or with equal or collinear columns): there the
+    shrinkage alone sets the scale, and whitened coordinates would magnify rounding.
+
+    Parameters
+    ----------
+    X : array of shape (n, d)
+
+    Returns
+    -------
+    tuple (A, B) of ndarrays of shape (d, d), or None
+    """
+    white = whitening(X)
+    if whitening_condition(white) < AUTO_WHITEN_CONDITION:
+        return None
+    axes = white[0] / np.linalg.norm(white[0], axis=0)   # the eigenvectors, columns
+    if np.any(flat_directions(X, axes.T)):
+        return None
+    return white
+
+
 def whitening_condition(whitening):
-    """The condition number of the covariance behind a :func:`whitening` ``(A, B)``: the
-    ratio of its largest eigenvalue to its smallest."""
+    """The condition number of the covariance behind a :func:`whitening`.
+
+    Parameters
+    ----------
+    whitening : tuple (A, B) of ndarrays of shape (d, d)
+        The output of :func:`whitening`.
+
+    Returns
+    -------
+    float
+        The ratio of the largest eigenvalue of the Ledoit-Wolf covariance to its
+        smallest (after the floor of :func:`whitening`).
+    """
     norms = np.linalg.norm(whitening[0], axis=0)   # the columns of A: 1 / sqrt(eigenvalue)
     return float((norms.max() / norms.min()) ** 2)
 

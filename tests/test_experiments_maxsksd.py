@@ -163,11 +163,12 @@ def test_gof_rotated_cases_and_cross_fitted_methods():
     assert (cv2.cv, cv2.moment, cv2.starts, cv2.init) == (2, "pooled", None, "auto")
     auto = gof_rotated.make_test("maxSKSD-g:auto", model, 4, 100, 0.2)
     assert (auto.cv, auto.moment, auto.init) == (None, False, "auto")
-    # default: the library's defaults, with the experiment's sizes
+    # default: the library's defaults, with the experiment's sizes, in the data's
+    # coordinates (as the reported rates were measured)
     default = gof_rotated.make_test("maxSKSD-rg:default", model, 4, 100, 0.2)
     defaults = gof_rotated.MaxSKSDTest(model).get_params()
     assert default.get_params() == dict(defaults, variant="rg", n_slices=4, n_bootstrap=100,
-                                        train_size=0.2)
+                                        train_size=0.2, whiten=False)
     rows = gof_rotated.run(quick=True, n_trials=1, n_jobs=1, cases=("rotated-variance",),
                            methods=("maxSKSD-g:cv", "maxSKSD-rg:auto"), n_samples=200)
     assert [r["method"] for r in rows] == ["maxSKSD-g:cv", "maxSKSD-rg:auto"]

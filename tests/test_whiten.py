@@ -186,7 +186,7 @@ def test_maxsksd_aggregate_geometries(rng):
     model, _, _ = _anisotropic(4)
     X = model.rvs(300, random_state=rng)
     kw = dict(moment=False, random_state=2)
-    euclid = MaxSKSDTest(model, **kw).fit(X[:100])
+    euclid = MaxSKSDTest(model, whiten=False, **kw).fit(X[:100])
     white = MaxSKSDTest(model, whiten=True, **kw).fit(X[:100])
     both = MaxSKSDTest(model, whiten="aggregate", **kw).fit(X[:100])
     names = [c[0] for c in both.candidates_]
@@ -357,3 +357,44 @@ def test_whiten_errors_name_auto():
     assert np.isfinite(res.pvalue)
     with pytest.raises(ValueError, match="False or 'auto'"):
         KSDTest(Categorical(np.full((2, 3), 1 / 3)), whiten=True).test(X)
+
+
+def test_maxsksd_auto_whitening_follows_the_training_sample(rng):
+    kw = dict(n_bootstrap=200, random_state=2, max_iter=5)
+    # isotropic training data: the search in the data's coordinates, the same numbers
+    Z = rng.standard_normal((200, 4)) * 1.2
+    auto = MaxSKSDTest(Gaussian(np.zeros(4)), **kw).test(Z)
+    plain = MaxSKSDTest(Gaussian(np.zeros(4)), whiten=False, **kw).test(Z)
+    assert auto.pvalue == plain.pvalue and auto.statistic == plain.statistic
+    assert auto.method == plain.method
+    # anisotropic: both searches, as whiten="aggregate"
+    model, _, _ = _anisotropic(4)
+    X = model.rvs(200, random_state=rng)
+    auto = MaxSKSDTest(model, **kw).fit(X[:80])
+    both = MaxSKSDTest(model, whiten="aggregate", **kw).fit(X[:80])
+    assert [c[0] for c in auto.candidates_] == [c[0] for c in both.candidates_]
+    assert any(c[0].endswith("whitened") for c in auto.candidates_)
+    assert auto.test(X[80:]).pvalue == both.test(X[80:]).pvalue
+    assert auto.whitening_ is not None
+    # a float bandwidth stays in the data's units; partial_fit ascends in them
+    one = MaxSKSDTest(model, bandwidth=0.8, **kw).fit(X[:80])
+    assert not any(c[0].endswith("whitened") for c in one.candidates_)
+    streamed = MaxSKSDTest(model, **kw).partial_fit(X[:80])
+    assert streamed.whitening_ is None
+    with pytest.raises(ValueError, match="'auto'"):
+        MaxSKSDTest(model, whiten="no").fit(X)
+
+
+def test_auto_whitening_skips_samples_flat_along_an_axis(rng):
+    from skstein.kernels import auto_whitening
+
+    # equal columns, or fewer rows than columns: no spread along some axis of the
+    # covariance, whose scale there only the shrinkage sets
+    x = rng.standard_normal((200, 1))
+    assert auto_whitening(np.c_[x, x, 3 * rng.standard_normal((200, 1))]) is None
+    assert auto_whitening(rng.standard_normal((5, 8)) * np.logspace(-1, 1, 8)) is None
+    model, _, _ = _anisotropic(4)
+    white = auto_whitening(model.rvs(100, random_state=rng))
+    assert white is not None
+    res = KSDTest(Gaussian(np.zeros(2)), random_state=0).test(np.c_[x, x])
+    assert "geometries" not in res.method and np.isfinite(res.statistic)

@@ -109,11 +109,12 @@ def make_test(method, model, n_bootstrap, train_size=0.2):
         return KSDTest(model, kernel="rbf", bandwidth="aggregate", n_bootstrap=n_bootstrap,
                        whiten=False)
     if method == "maxSKSD-g":
-        return MaxSKSDTest(model, variant="g", n_bootstrap=n_bootstrap, train_size=train_size)
+        return MaxSKSDTest(model, variant="g", n_bootstrap=n_bootstrap, train_size=train_size,
+                           whiten=False)
     if method == "maxSKSD-rg":
         # one learned slice per dimension, as in the paper's benchmark
         return MaxSKSDTest(model, variant="rg", n_slices=model.dim, n_bootstrap=n_bootstrap,
-                           train_size=train_size)
+                           train_size=train_size, whiten=False)
     if method in BASELINES:
         return make_baseline(method, model, n_bootstrap)
     raise ValueError(f"unknown method {method!r}; choose from {OWN_METHODS + BASELINES}.")

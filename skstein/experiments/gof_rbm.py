@@ -200,7 +200,7 @@ def make_test(method, model, n_bootstrap, protocol="standard", cfg=FULL):
     if method not in ("maxSKSD-g", "maxSKSD-rg"):
         raise ValueError(f"unknown method {method!r}; choose from {OWN_METHODS + BASELINES}.")
     kw = dict(variant=method[-1] if method.endswith("-g") else "rg",
-              test_bandwidth="aggregate", n_bootstrap=n_bootstrap)
+              test_bandwidth="aggregate", n_bootstrap=n_bootstrap, whiten=False)
     if protocol == "streaming":
         kw.update(learning_rate=cfg["learning_rate"], init="identity")
         if method == "maxSKSD-rg":

@@ -337,10 +337,11 @@ def make_test(method, model, dim, n_bootstrap, train_size, directions=None):
         return PolynomialKSDTest(model, degree=(1, 3), n_bootstrap=n_bootstrap)
     name, search = method.split(":")
     variant = name.split("-")[1]
-    kw = dict(variant=variant, n_bootstrap=n_bootstrap, train_size=train_size)
+    # in the data's coordinates (whiten=False), as the reported rates were measured
+    kw = dict(variant=variant, n_bootstrap=n_bootstrap, train_size=train_size, whiten=False)
     if variant == "rg":
         kw["n_slices"] = min(N_SLICES, dim)
-    if search == "default":  # the library's default test, whatever it is
+    if search == "default":  # the library's default test (but whiten=False)
         return MaxSKSDTest(model, **kw)
     if search == "cv2":  # 2 folds and the pooled moments, with the library's starts
         return MaxSKSDTest(model, cv=MOMENT_FOLDS, moment="pooled", **kw)

@@ -166,7 +166,7 @@ def exact_kl(key, step_size, cfg=None):
 
 def _tests(target, dim, seed):
     common = dict(kernel="rbf", bandwidth="median", test_bandwidth="median", statistic="u",
-                  learning_rate=0.01, init="identity", random_state=seed)
+                  learning_rate=0.01, init="identity", random_state=seed, whiten=False)
     return {"maxSKSD-g": MaxSKSDTest(target, variant="g", **common),
             "maxSKSD-rg": MaxSKSDTest(target, variant="rg", n_slices=dim,
                                       orthogonal_slices=False, **common)}

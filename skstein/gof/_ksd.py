@@ -18,13 +18,12 @@ from .._engines import EngineMixin, EstimatorEngine, select_engine
 from .._validation import check_bandwidth_rule, check_positive_int, check_whiten
 from ..discrepancy import DEFAULT_MAX_MEMORY, resolve_bandwidth, resolve_bandwidths
 from ..kernels import (
-    AUTO_WHITEN_CONDITION,
     GRID_TOP,
+    auto_whitening,
     blind_kernels,
     make_kernel,
     warn_vanishing_kernels,
     whitening,
-    whitening_condition,
 )
 from . import _discrete
 from ._base import SteinTestMixin, aggregated_result, is_fitted
@@ -360,10 +359,13 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
         check_bandwidth_rule(self.bandwidth)
         rule = _check_bandwidth_weights(self.bandwidth_weights)
         geometries = self._geometries()
-        white = whitening(X) if "whitened" in geometries else None
-        if white is not None and isinstance(self.whiten, str) and self.whiten == "auto" \
-                and whitening_condition(white) < AUTO_WHITEN_CONDITION:
-            geometries, white = ("euclidean",), None
+        if "whitened" not in geometries:
+            white = None
+        elif isinstance(self.whiten, str) and self.whiten == "auto":
+            white = auto_whitening(X)
+            geometries = geometries if white is not None else ("euclidean",)
+        else:
+            white = whitening(X)
         hs, kernels, labels, centres = [], [], [], []
         for geometry in geometries:
             Xg = X @ white[0] if geometry == "whitened" else X

@@ -59,7 +59,7 @@ from ..discrepancy import (
     sliced_value_and_grad,
 )
 from ..distributions import rvs_kind
-from ..kernels import whitening
+from ..kernels import auto_whitening, whitening
 from ._base import (
     SteinTestMixin,
     aggregated_result,
@@ -774,7 +774,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
     max_memory : int, default=64 MiB
         Memory budget for the ``N x N`` Stein matrix of the bootstrap; beyond it the
         matrix is recomputed by row blocks (same results).
-    whiten : bool or "aggregate", default=False
+    whiten : bool, "aggregate" or "auto", default="auto"
         ``False``: directions are learned in the data's coordinates. ``True``: in the
         coordinates ``X @ A`` that whiten the training sample
         (:func:`~skstein.kernels.whitening`, Ledoit-Wolf covariance), with the
@@ -785,13 +785,19 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         directions, the ascent in the data's coordinates is led by the narrow ones
         and misses a departure along a wide one: a half-sd shift along the widest
         axis of a rotated Gaussian with variances 0.1 to 10 (n = 300, 200 trials)
-        is rejected 0.085 / 0.05 by the default maxSKSD-g test at D = 5 / 20.
-        ``"aggregate"``: both searches, their candidates aggregated in one test,
+        is rejected 0.085 / 0.05 by the maxSKSD-g test with ``whiten=False`` at D = 5
+        / 20. ``"aggregate"``: both searches, their candidates aggregated in one test,
         for 1.7 to 2 times the time; it rejects that shift 0.995 / 0.71 and kept
-        within 0.08 of the default on a mixture (0.955 against 0.985 at D = 20,
-        where whitening alone gives 0.11), on Student-t data and on an isotropic
-        variance change. :meth:`partial_fit` takes ``False`` or ``True`` (the
-        whitening of the first batch, or of :meth:`fit`).
+        within 0.08 of ``False`` on a mixture (0.955 against 0.985 at D = 20, where
+        whitening alone gives 0.11), on Student-t data and on an isotropic variance
+        change. ``"auto"``: ``"aggregate"`` when the bandwidths follow a rule
+        (``bandwidth="median"``) and the training sample is anisotropic (the
+        condition number of its Ledoit-Wolf covariance is at least
+        :data:`~skstein.kernels.AUTO_WHITEN_CONDITION`, 4, as for
+        :class:`KSDTest`), ``False`` otherwise, with the same numbers; the
+        candidates' names say which. :meth:`partial_fit` takes ``False``, ``True``
+        (the whitening of the first batch, or of :meth:`fit`) or ``"auto"`` (one
+        ascent in the data's coordinates).
 
     Attributes
     ----------
@@ -811,7 +817,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         those of the Euclidean search.
     whitening_ : tuple (A, B) of ndarrays of shape (n_features, n_features) or None
         The whitening of the training sample (or first batch); None for
-        ``whiten=False``.
+        ``whiten=False``, and for ``"auto"`` when it kept the data's coordinates.
     n_iter_ : int
         Ascent steps taken by :meth:`fit`'s search, or by :meth:`partial_fit`
         calls since the first.
@@ -909,7 +915,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
                  orthogonal_slices=True, train_size=0.2, cv=None, combine="bonferroni",
                  moment="pooled", statistic="u",
                  bootstrap="auto", n_bootstrap=1000, alpha=0.05, random_state=None,
-                 max_memory=DEFAULT_MAX_MEMORY, whiten=False):
+                 max_memory=DEFAULT_MAX_MEMORY, whiten="auto"):
         self.model = model
         self.variant = variant
         self.n_slices = n_slices
@@ -952,8 +958,14 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         whitened candidates after its own. ``S``: the model's scores at ``X`` when
         already computed.
         """
-        geometries = check_whiten(self.whiten)
-        white = whitening(X) if "whitened" in geometries else None
+        geometries = self._geometries()
+        if "whitened" not in geometries:
+            white = None
+        elif self._auto_whiten():
+            white = auto_whitening(X)
+            geometries = geometries if white is not None else ("euclidean",)
+        else:
+            white = whitening(X)
         results = []
         for geometry in geometries:
             if geometry == "euclidean":
@@ -972,6 +984,18 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             res = replace(res, n_iter=sum(r.n_iter for r in results),
                           candidates=sum((r.candidates for r in results), ()))
         return res, white
+
+    def _auto_whiten(self):
+        return isinstance(self.whiten, str) and self.whiten == "auto"
+
+    def _geometries(self):
+        """The geometries the search may run in, from ``whiten``: ``"auto"`` adds the
+        whitened one where the bandwidths follow a rule (``bandwidth="median"``), and
+        :meth:`_search` keeps it only for anisotropic training data."""
+        if self._auto_whiten():
+            rule = isinstance(self.bandwidth, str)
+            return ("euclidean", "whitened") if rule else ("euclidean",)
+        return check_whiten(self.whiten, auto=True)
 
     def _search_in(self, X, model, rng, ascent_size=None, starts=None, S=None):
         return search_directions(
@@ -1054,7 +1078,8 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         check_choice(self.optimizer, "optimizer", OPTIMIZERS)
         lr = check_positive_float(self.learning_rate, "learning_rate")
         orthogonal = check_bool(self.orthogonal_slices, "orthogonal_slices")
-        geometries = check_whiten(self.whiten)
+        # "auto": one ascent in the data's coordinates
+        geometries = ("euclidean",) if self._auto_whiten() else check_whiten(self.whiten)
         if len(geometries) > 1:
             raise ValueError("whiten='aggregate' needs fit: partial_fit follows one ascent, "
                              "in one geometry; give whiten=False or True.")
