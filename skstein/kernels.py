@@ -777,8 +777,9 @@ def _device_scales(X, max_points, random_state, quantile=None):
     return med, (None if quantile is None else _sorted_quantile(v[zeros:], m - zeros, quantile))
 
 
-#: ``KSDTest(whiten="auto")`` aggregates the whitened geometry with the data's own when
-#: the Ledoit-Wolf covariance of the data has a condition number of at least this: the
+#: ``KSDTest(whiten="auto")`` aggregates the whitened geometry with the data's own (and
+#: ``MaxSKSDTest(whiten="auto")`` searches in both) when the Ledoit-Wolf covariance of
+#: the data has a condition number of at least this (:func:`auto_whitening`): the
 #: standard deviation along the widest direction at least twice that along the
 #: narrowest. Isotropic samples stay below it (at most 2.6 in 50 samples each of 30 to
 #: 1000 standard normal points in 2 to 100 dimensions); at a ratio of 16 the Euclidean

@@ -196,7 +196,8 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
         correction over all of them), about twice the cost. ``"auto"``: ``"aggregate"``
         when the library resolves the collection (``bandwidth="aggregate"``) and the
         data are anisotropic (the condition number of their Ledoit-Wolf covariance is
-        at least :data:`~skstein.kernels.AUTO_WHITEN_CONDITION`, 4), ``False``
+        at least :data:`~skstein.kernels.AUTO_WHITEN_CONDITION`, 4, and they spread
+        along every axis of it: :func:`~skstein.kernels.auto_whitening`), ``False``
         otherwise; ``geometries_`` (or a result's ``labels``) says which. The whitening
         (and the choice of ``"auto"``) is resolved on the data given to :meth:`fit`
         (or to :meth:`test` when not fitted), like the bandwidths. ``True`` and

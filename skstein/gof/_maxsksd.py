@@ -793,11 +793,12 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         change. ``"auto"``: ``"aggregate"`` when the bandwidths follow a rule
         (``bandwidth="median"``) and the training sample is anisotropic (the
         condition number of its Ledoit-Wolf covariance is at least
-        :data:`~skstein.kernels.AUTO_WHITEN_CONDITION`, 4, as for
-        :class:`KSDTest`), ``False`` otherwise, with the same numbers; the
-        candidates' names say which. :meth:`partial_fit` takes ``False``, ``True``
-        (the whitening of the first batch, or of :meth:`fit`) or ``"auto"`` (one
-        ascent in the data's coordinates).
+        :data:`~skstein.kernels.AUTO_WHITEN_CONDITION`, 4, and it spreads along every
+        axis of it: :func:`~skstein.kernels.auto_whitening`, as for :class:`KSDTest`),
+        ``False`` otherwise, with the same numbers; the candidates' names say which.
+        :meth:`partial_fit` takes ``False``, ``True`` (the whitening of the first
+        batch, or of :meth:`fit`) or ``"auto"`` (one ascent in the data's
+        coordinates).
 
     Attributes
     ----------
