@@ -219,7 +219,8 @@ def sliced_ksd_value_and_grad(X, S, directions=None, slices=None, *, kernel="rbf
         Slices ``R`` (rows normalised); ``None``: the identity (maxSKSD-g).
     kernel : {"rbf", "imq"}, default="rbf"
     bandwidth : "median", float or array-like of shape (m,), default="median"
-        Per-pair bandwidths; ``"median"`` is evaluated on the projections ``X G^T``.
+        Per-pair bandwidths; ``"median"`` is evaluated on the projections ``X G^T``
+        (as in :func:`~skstein.max_sksd`).
     kernel_params : dict, default=None
     statistic : {"u", "v"}, default="u"
     grad_directions, grad_slices : bool, default=False
@@ -242,7 +243,7 @@ def sliced_ksd_value_and_grad(X, S, directions=None, slices=None, *, kernel="rbf
     G = R if directions is None else check_directions(directions, "directions", d,
                                                       R.shape[0])
     U, A, c = sliced_projections(X, S, G, R)
-    h = resolve_sliced_bandwidth(U, bandwidth, random_state=random_state)
+    h = resolve_sliced_bandwidth(U, bandwidth, random_state=random_state, samples=(X, G))
     return _sliced_value_and_grad(X, S, U, A, c, G, R, h, kernel, kernel_params, statistic,
                                   grad_directions, grad_slices)
 

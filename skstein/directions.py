@@ -707,11 +707,17 @@ def _heldout_bandwidth(X, Xv, G, rng, h=None):
     flat = _flat_columns(Xv, G)
     if not np.any(flat):
         return resolve_sliced_bandwidth(Xv @ G.T, "median", random_state=rng)
-    out = (resolve_sliced_bandwidth(X @ G.T, "median", random_state=rng) if h is None
-           else h).copy()
+    out = (_median(X, G, rng) if h is None else h).copy()
     if not np.all(flat):
         out[~flat] = resolve_sliced_bandwidth(Xv @ G[~flat].T, "median", random_state=rng)
     return out
+
+
+def _median(X, G, rng):
+    """The per-direction median bandwidths of ``X @ G.T`` (``"median"`` of
+    :func:`~skstein.discrepancy.resolve_sliced_bandwidth`, flat directions up to rounding
+    included)."""
+    return resolve_sliced_bandwidth(X @ G.T, "median", random_state=rng, samples=(X, G))
 
 
 def _ascend(X, S, G, R, variant, bandwidth, cfg, rng, Xv=None, Sv=None):
@@ -731,7 +737,7 @@ def _ascend(X, S, G, R, variant, bandwidth, cfg, rng, Xv=None, Sv=None):
     """
     learn_r = variant == "rg"
     median = isinstance(bandwidth, str)
-    h = resolve_sliced_bandwidth(X @ G.T, bandwidth, random_state=rng)
+    h = resolve_sliced_bandwidth(X @ G.T, bandwidth, random_state=rng, samples=(X, G))
     hv = h if Xv is None or not median else _heldout_bandwidth(X, Xv, G, rng, h)
     opt_g = _Adam(G.shape, scale_free=True) if cfg.optimizer == "adam" else None
     opt_r = _Adam(R.shape, scale_free=True) if cfg.optimizer == "adam" and learn_r else None
@@ -744,7 +750,7 @@ def _ascend(X, S, G, R, variant, bandwidth, cfg, rng, Xv=None, Sv=None):
     n_iter = 0
     for it in range(cfg.max_iter + 1):
         if median and it > 0 and it % cfg.bandwidth_every == 0:
-            h = resolve_sliced_bandwidth(X @ G.T, "median", random_state=rng)
+            h = _median(X, G, rng)
             if Xv is not None:
                 hv = _heldout_bandwidth(X, Xv, G, rng, h)
             else:
@@ -991,8 +997,7 @@ def search_directions(X, model, *, variant="g", n_slices=None, kernel="rbf", ker
             if isinstance(bandwidth, str):
                 # held-out projections: along learned directions the training spread is
                 # biased low (the directions fit it)
-                h = resolve_sliced_bandwidth(X @ G.T, "median", random_state=rng) \
-                    if Xv is None else _heldout_bandwidth(X, Xv, G, rng)
+                h = _median(X, G, rng) if Xv is None else _heldout_bandwidth(X, Xv, G, rng)
             # between starts: the held-out power criterion (statistic over its standard
             # deviation), which the test's power follows, rather than the raw value, which
             # a start with heavy-tailed projections can inflate by noise

@@ -48,11 +48,13 @@ from .kernels import (
     bandwidth_factor_grid,
     bandwidth_grid,
     check_bandwidth,
+    check_min_median,
+    flat_directions,
     inverse_square,
     make_kernel,
     median_bandwidth,
-    median_bandwidth_1d,
     product_nt,
+    projection_medians_1d,
     whitening,
 )
 
@@ -649,22 +651,44 @@ def check_directions(G, name, dim, m=None):
     return np.ascontiguousarray(G / norms[:, None])
 
 
-def _median_1d(U, max_points, random_state, name, value):
-    """:func:`median_bandwidth_1d` of ``U``; its errors name the argument ``name``."""
+def _median_1d(U, max_points, random_state, name, value, samples=None):
+    """The per-direction median bandwidths of the projections ``U``
+    (:func:`~skstein.kernels.median_bandwidth_1d`); along a direction where the samples
+    coincide, the median of the other directions' bandwidths. ``samples``: the ``(X, G)``
+    behind ``U = X @ G.T``, which also finds the directions where the samples coincide
+    up to rounding (:func:`~skstein.kernels.flat_directions`). Errors name the argument
+    ``name``."""
     try:
-        return median_bandwidth_1d(U, max_points=max_points, random_state=random_state)
+        med = projection_medians_1d(U, max_points=max_points, random_state=random_state)
+        flat = med <= 0
+        if samples is not None:
+            flat |= flat_directions(*samples)
+        if np.all(flat):
+            raise ValueError(
+                "all samples coincide along every direction (for instance, X has one "
+                "distinct row), so the median heuristic is undefined; give an explicit "
+                "bandwidth.")
+        check_min_median(med[~flat])
     except ValueError as exc:
         raise ValueError(f"{name}={value!r}: {exc}") from exc
+    if np.any(flat):
+        # the sliced kernel along such a direction is constant over the sample: any
+        # bandwidth is valid there, and the others' median keeps it at the data's scale
+        med[flat] = np.median(med[~flat])
+    return med
 
 
 def resolve_sliced_bandwidth(U, bandwidth, *, random_state=None, max_points=1000,
-                             name="bandwidth"):
+                             name="bandwidth", samples=None):
     """Per-pair bandwidths ``(m,)``: median heuristic of the projections ``U``, or given.
 
     ``bandwidth`` is ``"median"`` (per column of ``U``, see
-    :func:`skstein.kernels.median_bandwidth_1d`), a positive float (the same for all
-    pairs) or an array of ``m`` positive floats. ``name`` is the argument named in
-    error messages.
+    :func:`skstein.kernels.median_bandwidth_1d`; along a direction where the samples
+    coincide, e.g. an axis on which X is constant, the median of the other directions'
+    bandwidths), a positive float (the same for all pairs) or an array of ``m``
+    positive floats. ``name`` is the argument named in error messages. ``samples``:
+    the ``(X, G)`` with ``U = X @ G.T``, with which the samples also count as
+    coinciding along a direction where they differ by rounding only.
     """
     m = U.shape[1]
     if isinstance(bandwidth, str):
@@ -672,7 +696,7 @@ def resolve_sliced_bandwidth(U, bandwidth, *, random_state=None, max_points=1000
             raise ValueError(
                 f"{name} must be 'median', a positive float or an array of {m} positive "
                 f"floats, got {bandwidth!r}.")
-        return _median_1d(U, max_points, random_state, name, bandwidth)
+        return _median_1d(U, max_points, random_state, name, bandwidth, samples)
     if isinstance(bandwidth, bool):
         raise TypeError(
             f"{name} must be 'median', a positive float or an array, got {bandwidth!r}.")
@@ -692,18 +716,19 @@ def resolve_sliced_bandwidth(U, bandwidth, *, random_state=None, max_points=1000
 
 
 def resolve_sliced_bandwidths(U, bandwidth, n_bandwidths=10, *, random_state=None,
-                              max_points=1000, name="bandwidth"):
+                              max_points=1000, name="bandwidth", samples=None):
     """Per-pair bandwidths of an aggregated sliced test, shape ``(L, m)``.
 
-    ``"aggregate"``: the median bandwidths of the projections ``U`` times the factors
-    of :func:`skstein.kernels.bandwidth_factor_grid`; a 2-D array: its rows as given.
+    ``"aggregate"``: the median bandwidths of the projections ``U`` (as in
+    :func:`resolve_sliced_bandwidth`, with ``samples``) times the factors of
+    :func:`skstein.kernels.bandwidth_factor_grid`; a 2-D array: its rows as given.
     """
     m = U.shape[1]
     if isinstance(bandwidth, str):
         if bandwidth != "aggregate":
             raise ValueError(f"{name} must be 'aggregate' or an array of shape (L, {m}) for an "
                              f"aggregated test, got {bandwidth!r}.")
-        med = _median_1d(U, max_points, random_state, name, bandwidth)
+        med = _median_1d(U, max_points, random_state, name, bandwidth, samples)
         factors = bandwidth_factor_grid(U, n_bandwidths, max_points=max_points,
                                         random_state=random_state)
         return factors[:, None] * med[None, :]
@@ -971,7 +996,9 @@ def max_sksd(X, model, *, directions=None, slices=None, kernel="rbf", bandwidth=
         1-D base kernel; conventions of :mod:`skstein.kernels`.
     bandwidth : "median", float or array-like of shape (m,), default="median"
         Per-pair bandwidths; ``"median"`` is the median of ``|u_i - u_j|`` of each
-        projection ``u = X g_k`` (on at most 1000 points).
+        projection ``u = X g_k`` (on at most 1000 points); along a direction where the
+        rows of ``X`` coincide up to rounding (e.g. an axis on which ``X`` is
+        constant), the median of the other directions' bandwidths.
     kernel_params : dict, default=None
         ``{"beta": ...}`` for IMQ.
     statistic : {"u", "v"}, default="u"
@@ -1006,8 +1033,8 @@ def max_sksd(X, model, *, directions=None, slices=None, kernel="rbf", bandwidth=
         R = check_directions(slices, "slices", d)
     G = R if directions is None else check_directions(directions, "directions", d, R.shape[0])
     S = evaluate_score(model, X)
-    U = X @ G.T
-    h = resolve_sliced_bandwidth(U, bandwidth, random_state=random_state)
+    h = resolve_sliced_bandwidth(X @ G.T, bandwidth, random_state=random_state,
+                                 samples=(X, G))
     sums = sliced_stein_sums(X, S, G, R, h, kernel=kernel, kernel_params=kernel_params,
                              max_memory=max_memory)
     stat = sums.statistic(statistic)

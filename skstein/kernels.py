@@ -409,22 +409,33 @@ def median_bandwidth_1d(U, *, max_points=1000, random_state=None):
     -------
     ndarray of shape (m,)
     """
-    U = _projection_rows(U, max_points, random_state, "the median heuristic")
-    _check_projections(U)
-    n, m = U.shape
-    # one thread for small inputs: waking the pool costs more than the work
-    with numba_threads(1) if n * n * m < 2**21 else nullcontext():
-        out = median_abs_diff_columns(np.ascontiguousarray(U), np.empty(m))
+    out = projection_medians_1d(U, max_points=max_points, random_state=random_state)
     if np.any(out <= 0):
         raise ValueError(
             "all samples coincide along a direction (for instance, X is constant in a "
             "feature), so the median heuristic is undefined; give an explicit bandwidth."
         )
-    if np.any(out < MIN_BANDWIDTH):
-        raise ValueError(f"the median distance of the samples of X along a direction "
-                         f"({out.min():.3g}) is below the smallest bandwidth, "
-                         f"{MIN_BANDWIDTH:.3g}; rescale X or give a bandwidth.")
+    check_min_median(out)
     return out
+
+
+def projection_medians_1d(U, *, max_points=1000, random_state=None):
+    """The per-column medians of :func:`median_bandwidth_1d`, with 0 for a column whose
+    rows all coincide (no error)."""
+    U = _projection_rows(U, max_points, random_state, "the median heuristic")
+    _check_projections(U)
+    n, m = U.shape
+    # one thread for small inputs: waking the pool costs more than the work
+    with numba_threads(1) if n * n * m < 2**21 else nullcontext():
+        return median_abs_diff_columns(np.ascontiguousarray(U), np.empty(m))
+
+
+def check_min_median(medians):
+    """A ValueError when a per-direction median bandwidth is below :data:`MIN_BANDWIDTH`."""
+    if np.any(medians < MIN_BANDWIDTH):
+        raise ValueError(f"the median distance of the samples of X along a direction "
+                         f"({medians.min():.3g}) is below the smallest bandwidth, "
+                         f"{MIN_BANDWIDTH:.3g}; rescale X or give a bandwidth.")
 
 
 def _check_projections(U):
@@ -789,13 +800,16 @@ AUTO_WHITEN_CONDITION = 4.0
 
 def flat_directions(A, G):
     r"""Whether the rows of ``A`` coincide along each direction (row of ``G``), up to
-    rounding: a spread of at most 64 machine epsilons of the largest sum of the magnitudes
-    of a projection's products, :math:`\max_i \sum_k |a_{ik} g_k|` (the scale of its
-    rounding error: along a direction orthogonal to two equal columns every projection
-    is rounding, small against that sum but not against the largest projection)."""
+    rounding: a spread of at most 64 machine epsilons of the largest row norm times the
+    direction's norm, :math:`\max_i \|a_i\| \, \|g\|`. That bounds the sum of the
+    magnitudes of a projection's products, :math:`\sum_k |a_{ik} g_k|`, the scale of its
+    rounding error (along a direction orthogonal to two equal columns every projection
+    is rounding, small against that sum but not against the largest projection), and
+    also covers coordinates that carry rounding from an earlier product, such as
+    whitened ones, whose sum of products is itself of the size of the rounding."""
     tol = 64 * np.finfo(np.float64).eps
     P = A @ G.T
-    scale = np.max(np.abs(A) @ np.abs(G).T, axis=0)
+    scale = np.max(np.linalg.norm(A, axis=1)) * np.linalg.norm(G, axis=1)
     return np.ptp(P, axis=0) <= tol * scale
 
 
@@ -864,7 +878,11 @@ def whitening(X):
     Returns
     -------
     A, B : ndarrays of shape (d, d)
-        Eigenvalues below ``1e-12`` times the largest are raised to it.
+        Along an axis of :math:`\hat C` on which the rows of ``X`` coincide up to
+        rounding (:func:`flat_directions`: equal or collinear columns, or fewer rows
+        than columns), the eigenvalue is raised to the mean eigenvalue (the shrinkage
+        target), so that the whitened coordinates do not magnify rounding; eigenvalues
+        below ``1e-12`` times the largest are raised to it.
     """
     from sklearn.covariance import ledoit_wolf
 
@@ -887,6 +905,13 @@ def whitening(X):
     if not (np.all(np.isfinite(w)) and w[-1] > 0):
         raise ValueError("all samples coincide (X has no two distinct rows), so X cannot "
                          "be whitened.")
+    flat = flat_directions(X, V.T)
+    if np.all(flat):
+        raise ValueError("all samples coincide up to rounding (X has no two distinct "
+                         "rows), so X cannot be whitened.")
+    # along an axis where X has no spread, only the shrinkage sets the variance, and a
+    # small one would magnify rounding; the mean variance (the shrinkage target) does not
+    w[flat] = np.maximum(w[flat], np.mean(w))
     w = np.maximum(w, 1e-12 * w[-1])
     return V / np.sqrt(w), V * np.sqrt(w)
 

@@ -398,7 +398,8 @@ class MaxSKSDLoss(_ModelGradientMixin, BaseEstimator):
         median = isinstance(self.bandwidth, str)
         h = self.bandwidth_
         if h is None or (median and self.n_iter_ % self.bandwidth_every == 0):
-            h = resolve_sliced_bandwidth(X @ G.T, self.bandwidth, random_state=self._rng)
+            h = resolve_sliced_bandwidth(X @ G.T, self.bandwidth, random_state=self._rng,
+                                         samples=(X, G))
         rate = float(self.learning_rate)
         n = int(self.n_ascent)
         if not update:

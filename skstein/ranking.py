@@ -209,6 +209,7 @@ def _stein_parts(test, X, rng, max_memory, settings=None):
                              f"directions have {G.shape[1]}.")
         if test.test_bandwidth is not None:
             h = resolve_sliced_bandwidth(X @ G.T, test.test_bandwidth, random_state=rng,
+                                         samples=(X, G),
                                          name="test_bandwidth")
         S = evaluate_score(test.model, X, "model")
         n = X.shape[0]

@@ -67,6 +67,7 @@ from skstein import (
     stein_matrix,
 )
 from skstein.distributions import Gaussian
+from skstein.kernels import median_bandwidth_1d
 
 try:  # DataFrames are among the generated inputs where pandas is installed
     import pandas
@@ -843,19 +844,44 @@ def test_fitted_maxsksd_names_x_when_the_moment_terms_overflow():
     assert np.isfinite(test.test(X * 1e40).statistic)
 
 
-def test_data_constant_along_a_feature_names_the_bandwidth_argument():
-    # no median heuristic along the constant feature's axis: the error says which
-    # argument to give (an explicit value works)
+def test_data_constant_along_a_feature_takes_the_other_directions_median():
+    # no median heuristic along the constant feature's axis: that direction takes the
+    # median of the other directions' bandwidths (an error naming the argument before),
+    # and the test sees that the model's unit variance is missing there
     X = np.random.default_rng(0).standard_normal((100, 4))
     X[:, 2] = 0.0
     model = Gaussian(np.zeros(4))
-    with pytest.raises(ValueError, match=r"bandwidth='median': all samples coincide"):
-        MaxSKSDTest(model, random_state=0).test(X)
-    with pytest.raises(ValueError, match=r"^test_bandwidth='aggregate': all samples coincide "
-                                         r"along a direction \(for instance, X is constant"):
-        MaxSKSDTest(model, bandwidth=1.0, test_bandwidth="aggregate", random_state=0).test(X)
-    res = MaxSKSDTest(model, bandwidth=1.0, n_bootstrap=100, random_state=0).test(X)
-    assert res.reject and np.isfinite(res.statistic)
+    for kw in ({}, {"test_bandwidth": "aggregate"}, {"bandwidth": 1.0}):
+        res = MaxSKSDTest(model, n_bootstrap=100, random_state=0, **kw).test(X)
+        assert res.reject and np.isfinite(res.statistic), kw
+    h = max_sksd(X, model, return_pairs=True)[2]
+    others = median_bandwidth_1d(X[:, [0, 1, 3]])
+    np.testing.assert_allclose(h[[0, 1, 3]], others)
+    assert h[2] == np.median(others)
+    # along every direction: no bandwidth to borrow, an error naming the argument
+    with pytest.raises(ValueError, match=r"bandwidth='median': all samples coincide along "
+                                         r"every direction"):
+        max_sksd(np.ones((5, 2)), Gaussian(np.zeros(2)))
+
+
+def test_sliced_median_counts_a_spread_of_rounding_as_flat():
+    from skstein.discrepancy import resolve_sliced_bandwidth, resolve_sliced_bandwidths
+
+    # along the difference of two equal columns every projection is rounding: with the
+    # samples behind the projections that direction takes the others' median bandwidth
+    x = np.random.default_rng(3).standard_normal((300, 1))
+    X = np.c_[x, x, np.random.default_rng(4).standard_normal((300, 1))]
+    G = np.array([[1.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]) / [[2**0.5], [1], [1]]
+    U = X @ G.T
+    assert 0 < np.ptp(U[:, 0]) < 1e-14
+    h = resolve_sliced_bandwidth(U, "median", samples=(X, G))
+    np.testing.assert_allclose(h[1:], median_bandwidth_1d(U[:, 1:]))
+    assert h[0] == np.median(h[1:])
+    assert resolve_sliced_bandwidth(U, "median")[0] < 1e-14    # the projections alone
+    rows = resolve_sliced_bandwidths(U, "aggregate", 4, samples=(X, G))
+    np.testing.assert_allclose(rows / rows[:, :1], np.broadcast_to(h / h[0], (4, 3)))
+    # an explicit bandwidth is left as given
+    np.testing.assert_array_equal(resolve_sliced_bandwidth(U, 0.5, samples=(X, G)), 0.5)
 
 
 def test_rank_samples_names_the_candidate():

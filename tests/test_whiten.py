@@ -398,3 +398,28 @@ def test_auto_whitening_skips_samples_flat_along_an_axis(rng):
     assert white is not None
     res = KSDTest(Gaussian(np.zeros(2)), random_state=0).test(np.c_[x, x])
     assert "geometries" not in res.method and np.isfinite(res.statistic)
+
+
+def test_whitening_does_not_magnify_rounding_along_flat_axes(rng):
+    from sklearn.covariance import ledoit_wolf
+
+    # two equal columns: along their difference the sample is flat; the Ledoit-Wolf
+    # variance there is the shrinkage's alone (small), and is raised to the mean one
+    x = rng.standard_normal((200, 1))
+    X = np.c_[x, x, 2 * rng.standard_normal((200, 2))]
+    A, B = whitening(X)
+    np.testing.assert_allclose(A @ B.T, np.eye(4), atol=1e-12)
+    w, V = np.linalg.eigh(ledoit_wolf(X)[0])
+    assert w[0] < 0.1 * w.mean()
+    Y = X @ A
+    assert np.ptp(Y[:, 0]) < 1e-13 * np.ptp(Y)    # the flat axis, whitened
+    # the other axes are whitened as before
+    np.testing.assert_allclose(np.linalg.norm(A, axis=0)[1:], 1 / np.sqrt(w[1:]), rtol=1e-12)
+    assert np.linalg.norm(A[:, 0]) == pytest.approx(1 / np.sqrt(w.mean()), rel=1e-12)
+    # the whitened maxSKSD search meets rounding only along the flat axis, and gives
+    # it the other directions' bandwidth: no bandwidth of rounding (1e-15, and a
+    # statistic of 5e30, with the shrinkage's variance). A learned direction near the
+    # flat axis has a small real spread, and the singular sample a large statistic
+    res = MaxSKSDTest(Gaussian(np.zeros(4)), whiten=True, moment=False,
+                      random_state=0).test(X)
+    assert res.reject and np.min(res.bandwidths) > 1e-6 and np.isfinite(res.statistic)

@@ -589,7 +589,9 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         1-D base kernel.
     bandwidth : "median", float or array-like of shape (m,), default="median"
         Per-pair bandwidths; ``"median"``: median heuristic of the training
-        projections, fixed in :meth:`fit`.
+        projections, fixed in :meth:`fit` (along a direction where the training rows
+        coincide up to rounding, such as an axis on which X is constant, the median
+        of the other directions' bandwidths).
     test_bandwidth : None, "median", "aggregate", float or array-like, default=None
         Bandwidths of :meth:`test`, :meth:`discrepancy` and :meth:`score`.
         ``None``: those learned with the directions (``bandwidth_``); ``"median"``:
@@ -1121,7 +1123,8 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         if white is not None:
             X, S = X @ white[0], S @ white[1]
         if median and (h is None or self.n_iter_ % every == 0):
-            h = resolve_sliced_bandwidth(X @ G.T, self.bandwidth, random_state=state["rng"])
+            h = resolve_sliced_bandwidth(X @ G.T, self.bandwidth, random_state=state["rng"],
+                                         samples=(X, G))
         learn_r = self.variant == "rg"
         _, gG, gR = sliced_value_and_grad(X, S, G, R, h, kernel=self.kernel,
                                           kernel_params=self.kernel_params,
@@ -1263,10 +1266,12 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
                 rows = None
             elif collection:
                 rows = resolve_sliced_bandwidths(X @ G.T, tb, self.n_bandwidths,
-                                                 random_state=rng, name="test_bandwidth")
+                                                 random_state=rng, name="test_bandwidth",
+                                                 samples=(X, G))
             elif tb is not None:
                 rows = resolve_sliced_bandwidth(X @ G.T, tb, random_state=rng,
-                                                name="test_bandwidth")[None, :]
+                                                name="test_bandwidth",
+                                                samples=(X, G))[None, :]
             else:
                 rows = np.asarray(h)[None, :]
             specs.append((name, G, R, rows))

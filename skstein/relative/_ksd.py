@@ -24,10 +24,11 @@ from ..discrepancy import (
     is_collection,
     resolve_bandwidth,
     resolve_bandwidths,
+    resolve_sliced_bandwidth,
     sliced_stein_sums,
     stein_sums,
 )
-from ..kernels import KERNELS, bandwidth_factor_grid, make_kernel, median_bandwidth_1d, whitening
+from ..kernels import KERNELS, bandwidth_factor_grid, make_kernel, whitening
 from . import _discrete
 from ._base import RelativeMixin, check_train_size, train_rows
 from ._latent import MODEL_SCORES, check_latent_model, evaluate_model_score, has_exact_score
@@ -679,8 +680,8 @@ def _maxsksd_difference(X, S_p, S_q, directions, est, rng):
     if is_collection(est.bandwidth):
         factors = bandwidth_factor_grid(np.hstack([Up, Uq]), est.n_bandwidths,
                                         random_state=rng)
-        hp = median_bandwidth_1d(Up, random_state=rng)
-        hq = median_bandwidth_1d(Uq, random_state=rng)
+        hp = resolve_sliced_bandwidth(Up, "median", random_state=rng, samples=(X, Gp))
+        hq = resolve_sliced_bandwidth(Uq, "median", random_state=rng, samples=(X, Gq))
     else:
         factors = np.ones(1)
     kw = dict(kernel=est.kernel, kernel_params=est.kernel_params, max_memory=est.max_memory)
