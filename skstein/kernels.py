@@ -851,7 +851,8 @@ def whitening_condition(whitening):
     -------
     float
         The ratio of the largest eigenvalue of the Ledoit-Wolf covariance to its
-        smallest (after the floor of :func:`whitening`).
+        smallest (after the raises of :func:`whitening` along flat axes and to its
+        floor).
     """
     norms = np.linalg.norm(whitening[0], axis=0)   # the columns of A: 1 / sqrt(eigenvalue)
     return float((norms.max() / norms.min()) ** 2)
