@@ -108,6 +108,7 @@ __all__ = [
     "fssd_power_criterion",
     "fssd_criterion_and_grad",
     "chi2_mixture_null",
+    "chi2_mixture_draws",
     "gaussian_functional_null",
     "RandomFeatures",
     "RFSD_FEATURES",
@@ -150,7 +151,13 @@ class FeatureMoments:
     sq_norm_sum : float
         :math:`\sum_i \|\tau(x_i)\|^2`.
     second : ndarray (p, p) or None
-        :math:`\sum_i \tau(x_i)\tau(x_i)^\top` when asked for.
+        :math:`\sum_i \tau(x_i)\tau(x_i)^\top` when asked for (formed on first use
+        when the rows are kept).
+    rows : ndarray (n, p) or None
+        The rows themselves, kept instead of ``second`` when there are fewer rows than
+        features (``n < p``): the covariance then has rank below ``n``, and its
+        spectrum (:meth:`covariance_eigenvalues`) comes from the ``n x n`` Gram matrix
+        of the centred rows, not from a ``p x p`` matrix.
 
     Every sum is finite (a ValueError otherwise): an overflow in the data, the scores
     or the features never reaches a statistic.
@@ -160,10 +167,16 @@ class FeatureMoments:
     total: np.ndarray
     sq_norm_sum: float
     second: np.ndarray = None
+    rows: np.ndarray = None
 
     def __post_init__(self):
         _check_features_finite(self.total, self.sq_norm_sum,
                                () if self.second is None else self.second)
+
+    def _second(self):
+        if self.second is None and self.rows is not None:
+            self.second = self.rows.T @ self.rows
+        return self.second
 
     @property
     def mean(self):
@@ -181,16 +194,45 @@ class FeatureMoments:
         """Sample covariance of the rows (``ddof=1``), as ``numpy.cov``."""
         mu = self.mean
         with np.errstate(over="ignore", invalid="ignore"):
-            cov = (self.second - self.n * np.outer(mu, mu)) / (self.n - 1.0)
+            cov = (self._second() - self.n * np.outer(mu, mu)) / (self.n - 1.0)
         _check_features_finite(cov)
         return cov
+
+    def covariance_eigenvalues(self):
+        """The eigenvalues of :meth:`covariance` over its non-negligible components,
+        ascending, negative rounding errors set to zero (those of :func:`_psd_eigh`),
+        from the ``n x n`` Gram matrix of the centred rows when the rows are kept: the
+        ``k - n`` further eigenvalues of ``k`` active components are zero."""
+        if self.rows is None:
+            return _psd_eigh(self.covariance())[0]
+        n, mu = self.n, self.mean
+        with np.errstate(over="ignore", invalid="ignore"):
+            Fc = self.rows - mu
+            var = np.einsum("ij,ij->j", Fc, Fc) / (n - 1.0)
+        _check_features_finite(var)
+        top = float(var.max()) if var.size else 0.0
+        if not top > 0:
+            return np.zeros(0)
+        Fc = Fc[:, var > NEGLIGIBLE_VARIANCE * top]
+        k = Fc.shape[1]
+        with np.errstate(over="ignore", invalid="ignore"):
+            gram = (Fc @ Fc.T if k > n else Fc.T @ Fc) / (n - 1.0)
+        _check_features_finite(gram)
+        gram[np.abs(gram) < 1e-200 * top] = 0.0   # subnormals: see _psd_eigh
+        lam = np.zeros(k)
+        lam[k - gram.shape[0]:] = np.clip(np.linalg.eigvalsh(gram), 0.0, None)
+        return lam
 
     def h1_variance(self):
         r""":math:`4(\frac{1}{n}\sum_i (\tau_i^\top \bar\tau)^2 - \|\bar\tau\|^4)`: the
         variance of :math:`\sqrt{n}` times the U-statistic under H1 (kgof's convention)."""
         mu = self.mean
         with np.errstate(over="ignore", invalid="ignore"):
-            m2 = float(mu @ (self.second @ mu)) / self.n
+            if self.rows is not None:
+                proj = self.rows @ mu
+                m2 = float(proj @ proj) / self.n
+            else:
+                m2 = float(mu @ (self.second @ mu)) / self.n
             sq = float(mu @ mu)
         try:
             var = 4.0 * (m2 - sq ** 2)
@@ -218,24 +260,30 @@ def feature_moments(rows, n, p, *, second=True, max_memory=DEFAULT_FEATURE_MEMOR
 
     ``rows(a, b, out)`` fills ``out`` (shape ``(b - a, p)``) with the feature rows of
     samples ``a .. b``. Blocks have at most ``max_memory`` bytes; the second-moment
-    matrix is summed by BLAS (``syrk``) block after block, in a fixed order.
+    matrix is summed by BLAS (``syrk``) block after block, in a fixed order. With
+    fewer rows than features (``n < p``) the rows themselves are kept instead, which
+    take less memory than the ``p x p`` matrix (:class:`FeatureMoments`).
     """
     block = _block_rows(n, p, max_memory)
     total = np.zeros(p)
     sq = 0.0
-    S2 = np.zeros((p, p), order="F") if second else None
-    buf = np.empty((block, p))
+    keep = second and n < p
+    S2 = np.zeros((p, p), order="F") if second and not keep else None
+    kept = np.empty((n, p)) if keep else None
+    buf = None if keep else np.empty((block, p))
     for a in range(0, n, block):
         b = min(n, a + block)
-        F = rows(a, b, buf[: b - a])
+        F = rows(a, b, kept[a:b] if keep else buf[: b - a])
+        if keep and not np.shares_memory(F, kept):
+            kept[a:b] = F
         total += F.sum(axis=0)
         sq += float(np.einsum("ij,ij->", F, F))
-        if second:
+        if S2 is not None:
             # F^T F in the upper triangle of S2 (F is C-ordered, i.e. F^T is Fortran)
             S2 = blas.dsyrk(1.0, F.T, beta=1.0, c=S2, trans=0, lower=0, overwrite_c=1)
-    if second:
+    if S2 is not None:
         S2 = np.triu(S2) + np.triu(S2, 1).T
-    return FeatureMoments(n, total, sq, S2)
+    return FeatureMoments(n, total, sq, S2, rows=kept)
 
 
 # ---------------------------------------------------------------------------
@@ -294,7 +342,13 @@ def chi2_mixture_null(cov, n_draws, rng, *, centred=True, batch=512):
     -------
     ndarray of shape (n_draws,)
     """
-    lam, _, _ = _psd_eigh(cov)
+    return chi2_mixture_draws(_psd_eigh(cov)[0], n_draws, rng, centred=centred, batch=batch)
+
+
+def chi2_mixture_draws(lam, n_draws, rng, *, centred=True, batch=512):
+    r""":func:`chi2_mixture_null` from the eigenvalues ``lam`` (e.g.
+    :meth:`FeatureMoments.covariance_eigenvalues`): the same draws as from a covariance
+    with that spectrum."""
     E = rng.standard_normal((n_draws, lam.size))
     out = np.empty(n_draws)
     for a in range(0, n_draws, batch):

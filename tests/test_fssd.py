@@ -110,6 +110,39 @@ def test_chi2_mixture_null_moments():
     assert draws.var() == pytest.approx(10.5, rel=0.02)
 
 
+def test_fewer_rows_than_features_keep_the_rows_and_the_spectrum():
+    # n = 12 rows of p = J D = 40 features: the rows are kept (no p x p matrix), and the
+    # covariance's spectrum comes from the 12 x 12 Gram matrix of the centred rows
+    from skstein.features import _psd_eigh, chi2_mixture_draws
+
+    X = _X(12, 10, seed=5) + 0.4
+    V = _X(4, 10, seed=6)
+    T = _ref_features(X, -X, V, 1.7, "rbf")
+    mom = fssd_moments(X, -X, V, RBF(1.7))
+    assert mom.rows is not None and mom.rows.shape == (12, 40)
+    np.testing.assert_allclose(mom.covariance(), np.cov(T, rowvar=False), rtol=1e-10,
+                               atol=1e-15)
+    lam = mom.covariance_eigenvalues()
+    ref = _psd_eigh(np.cov(T, rowvar=False))[0]
+    assert lam.shape == ref.shape == (40,)
+    np.testing.assert_allclose(lam, ref, rtol=0, atol=1e-12 * ref.max())
+    assert np.all(lam[:40 - 11] == 0)    # rank n - 1
+    # the power criterion's variance, through the rows
+    mu = T.mean(axis=0)
+    var = 4 * np.mean((T @ mu) ** 2) - 4 * (mu @ mu) ** 2
+    assert mom.h1_variance() == pytest.approx(var, rel=1e-10)
+    # the same null draws as from the covariance, and the test's p-value with them
+    cov = np.cov(T, rowvar=False)
+    np.testing.assert_allclose(chi2_mixture_draws(lam, 500, np.random.default_rng(2)),
+                               chi2_mixture_null(cov, 500, np.random.default_rng(2)),
+                               rtol=0, atol=1e-12 * ref.max())
+    res = FSSDTest(std_normal_score, locations=V, bandwidth=1.7, random_state=3).test(X)
+    null = chi2_mixture_null(cov, 3000, np.random.default_rng(3).spawn(2)[1]) / 12
+    np.testing.assert_allclose(res.null_distribution, null, rtol=1e-9, atol=1e-15)
+    # as many rows as features: the p x p matrix, as before
+    assert fssd_moments(_X(40, 10), -_X(40, 10), V, RBF(1.7)).rows is None
+
+
 @pytest.mark.parametrize("scale", [1e-6, 1e4])
 def test_fssd_at_initial_locations_does_not_depend_on_the_units(scale):
     # the locations' regulariser is relative to the data's variance: at 1e-6 an absolute

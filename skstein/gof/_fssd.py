@@ -22,7 +22,7 @@ from ..discrepancy import resolve_bandwidth
 from ..features import (
     DEFAULT_FEATURE_MEMORY,
     check_locations,
-    chi2_mixture_null,
+    chi2_mixture_draws,
     fssd_criterion_and_grad,
     fssd_moments,
     fssd_power_criterion,
@@ -46,7 +46,9 @@ class FSSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
     The statistic is the unbiased :math:`\widehat{\mathrm{FSSD}^2_u}` at ``J`` test
     locations :math:`v_j` (see :mod:`skstein.features`): the squared norm of the Stein
     witness evaluated at the locations, :math:`O(nJD)` time and :math:`O(nD)` memory
-    beyond a :math:`(JD)^2` covariance. **Convention:** the statistic carries no factor
+    beyond a :math:`(JD)^2` covariance (with fewer rows than that, :math:`n < JD`, the
+    null's spectrum comes from the :math:`n \times n` Gram matrix of the feature rows
+    instead, :math:`O(n^2 JD)` time). **Convention:** the statistic carries no factor
     :math:`n`; kgof reports :math:`n\,\widehat{\mathrm{FSSD}^2_u}`.
 
     Null distribution: under H0, :math:`n\,\widehat{\mathrm{FSSD}^2_u}` tends to the
@@ -304,7 +306,8 @@ class FSSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         n = X.shape[0]
         mom = fssd_moments(X, S, V, kern, max_memory=self.max_memory)
         stat = mom.ustat()
-        null = chi2_mixture_null(mom.covariance(), int(self.n_simulate), null_rng) / n
+        null = chi2_mixture_draws(mom.covariance_eigenvalues(), int(self.n_simulate),
+                                  null_rng) / n
         name = "FSSD-opt" if self.optimize else "FSSD"
         return simulated_null_result(
             stat, null, alpha=self.alpha,

@@ -17,6 +17,7 @@ from ..distributions import rvs_kind
 from ..features import (
     DEFAULT_FEATURE_MEMORY,
     RFSD_FEATURES,
+    chi2_mixture_draws,
     draw_random_features,
     gaussian_functional_null,
     rfsd_functional,
@@ -43,7 +44,8 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
     |\mathbb{E}_n[T_a \Phi(x, z_j)]|^r / \nu(z_j))^{2/r}` for ``J`` features
     :math:`z_j \sim \nu` (see :mod:`skstein.features` for the feature families and their
     settings), computed in :math:`O(nJD)` time and :math:`O(nD)` memory beyond a
-    :math:`(JD)^2` covariance:
+    :math:`(JD)^2` covariance (for the Gaussian null with :math:`r = 2` and
+    :math:`n < JD`, an :math:`n \times n` Gram matrix of the feature rows instead):
 
     * ``feature="l1-imq"``: :math:`r = 1`, IMQ feature functions with a Student-t
       importance distribution (Huggins & Mackey's "L1 IMQ");
@@ -321,10 +323,15 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
             cov = rfsd_moments(X0, S0, feats, shift, max_memory=self.max_memory).covariance()
         else:
             mom = rfsd_moments(X, S, feats, shift, max_memory=self.max_memory)
-            cov = mom.covariance()
+            cov = None if feats.order == 2 else mom.covariance()
         stat = rfsd_value(mom, feats, shift)[0]
-        null = gaussian_functional_null(cov, feats.order, feats.n_features, d,
-                                        int(self._n_draws("gaussian")), null_rng) / n
+        n_draws = int(self._n_draws("gaussian"))
+        if cov is None:  # the chi-square mixture of the data's covariance spectrum
+            null = chi2_mixture_draws(mom.covariance_eigenvalues(), n_draws, null_rng,
+                                      centred=False) / n
+        else:
+            null = gaussian_functional_null(cov, feats.order, feats.n_features, d, n_draws,
+                                            null_rng) / n
         null_name = "chi2-mixture" if feats.order == 2 else "gaussian-functional"
         cov_name = ("data" if self.null_samples is None
                     else f"{int(self.null_samples)} model samples")
