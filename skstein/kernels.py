@@ -819,7 +819,7 @@ def auto_whitening(X):
     It is taken when the condition number of the Ledoit-Wolf covariance
     (:func:`whitening_condition`) is at least :data:`AUTO_WHITEN_CONDITION` and the
     rows of ``X`` do not coincide, up to rounding, along an axis of that covariance (a
-    sample with fewer rows than columns, or with equal or collinear columns): there the
+    sample with no more rows than columns, or with equal or collinear columns): there the
     shrinkage alone sets the scale, and whitened coordinates would magnify rounding.
 
     Parameters
@@ -830,6 +830,9 @@ def auto_whitening(X):
     -------
     tuple (A, B) of ndarrays of shape (d, d), or None
     """
+    X = check_samples(X)
+    if X.shape[0] <= X.shape[1]:
+        return None   # the centred rows span at most n - 1 < d dimensions: flat
     white = whitening(X)
     if whitening_condition(white) < AUTO_WHITEN_CONDITION:
         return None

@@ -393,6 +393,8 @@ def test_auto_whitening_skips_samples_flat_along_an_axis(rng):
     x = rng.standard_normal((200, 1))
     assert auto_whitening(np.c_[x, x, 3 * rng.standard_normal((200, 1))]) is None
     assert auto_whitening(rng.standard_normal((5, 8)) * np.logspace(-1, 1, 8)) is None
+    assert auto_whitening(rng.standard_normal((8, 8)) * np.logspace(-1, 1, 8)) is None
+    assert auto_whitening(rng.standard_normal((9, 8)) * np.logspace(-1, 1, 8)) is not None
     model, _, _ = _anisotropic(4)
     white = auto_whitening(model.rvs(100, random_state=rng))
     assert white is not None

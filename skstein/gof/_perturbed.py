@@ -114,10 +114,13 @@ class ModeSet:
     def __init__(self, centres, precisions):
         self.centres = np.asarray(centres, dtype=np.float64)
         lam, U = np.linalg.eigh(np.asarray(precisions, dtype=np.float64))
-        self.covariances = np.einsum("kij,kj,klj->kil", U, 1.0 / lam, U)
+        Ut = U.transpose(0, 2, 1)
+        # U diag(w) U^T as batched matrix products (BLAS; an einsum over three operands
+        # loops in C, 2.5 s at D = 1000)
+        self.covariances = (U / lam[:, None, :]) @ Ut
         # symmetric square roots of Sigma_k and of its inverse; log det Sigma_k
-        self._root = np.einsum("kij,kj,klj->kil", U, lam ** -0.5, U)
-        self._inv_root = np.einsum("kij,kj,klj->kil", U, lam ** 0.5, U)
+        self._root = (U * lam[:, None, :] ** -0.5) @ Ut
+        self._inv_root = (U * lam[:, None, :] ** 0.5) @ Ut
         self._logdet = -np.sum(np.log(lam), axis=1)
 
     def __len__(self):
