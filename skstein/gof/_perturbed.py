@@ -336,7 +336,10 @@ class PerturbedKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         The training part of the split of an unfitted test (fraction or number of rows).
     n_starts : int, default=20
         Starting points of the mode search, spread over the training data; more find
-        more modes of a model with many.
+        more modes of a model with many. Each start costs a BFGS search on
+        :math:`-\log p`, a Hessian from ``2 D`` score evaluations and its
+        eigendecomposition, cubic in ``D``: an unfitted test of 50 points took 5.9 s at
+        D = 1000 and 47 s at D = 2000 (30 points) on a 2-core machine.
     kernel : {"imq", "rbf"}, default="imq"
         Base kernel of the KSD (the paper's IMQ by default).
     bandwidth : "median", "aggregate", float or array-like, default="median"
