@@ -314,12 +314,18 @@ def _snap_ties(statistic, null):
     return np.where(tied, statistic, null)
 
 
-def bootstrap_pvalue(statistic, null):
+def bootstrap_pvalue(statistic, null, *, snap_ties=True):
     """``(1 + #{B >= statistic}) / (1 + M)``: never zero, exact under exchangeability.
 
-    Draws that tie with the statistic up to rounding count as ties (:data:`TIE_TOLERANCE`).
+    Draws that tie with the statistic up to rounding count as ties (:data:`TIE_TOLERANCE`),
+    unless ``snap_ties=False``: draws computed apart from the statistic (Monte Carlo
+    samples of the model, a simulated limit) cannot reproduce it, and a tolerance
+    relative to the largest draw would count every draw below it as a tie where the
+    draws span orders of magnitude.
     """
-    return (1.0 + np.count_nonzero(_snap_ties(statistic, null) >= statistic)) / (1.0 + null.size)
+    if snap_ties:
+        null = _snap_ties(statistic, null)
+    return (1.0 + np.count_nonzero(null >= statistic)) / (1.0 + null.size)
 
 
 def bootstrap_threshold(null, alpha):

@@ -240,6 +240,25 @@ def test_monte_carlo_null_is_the_statistic_on_model_samples(kind, fitted):
     assert np.array_equal(again.test(X).null_distribution, res.null_distribution)
 
 
+def test_monte_carlo_p_values_count_draws_exactly():
+    # L1 IMQ draws at n = 20 span ten orders of magnitude: a tie tolerance relative to
+    # the largest draw counted every draw below it as a tie (p = 1 in 0.455 of 200 null
+    # trials); draws of other samples cannot tie with the statistic by rounding
+    model = Gaussian(np.zeros(2))
+    pvalues = []
+    for seed in range(8):
+        X = np.random.default_rng(100 + seed).standard_normal((20, 2))
+        res = RFSDTest(model, random_state=seed).test(X)
+        draws = res.null_distribution
+        assert res.pvalue == (1 + np.count_nonzero(draws >= res.statistic)) / (1 + draws.size)
+        pvalues.append(res.pvalue)
+    assert max(pvalues) < 1.0
+    from skstein._bootstrap import bootstrap_pvalue
+    draws = np.array([1e-12, 3e-20, 5e-20])
+    assert bootstrap_pvalue(4e-20, draws) == 1.0            # within 1e-6 of the largest
+    assert bootstrap_pvalue(4e-20, draws, snap_ties=False) == 0.75
+
+
 def test_which_null_auto_takes():
     model = Gaussian(np.zeros(2))
     assert RFSDTest(model)._null_kind() == "monte-carlo"

@@ -32,15 +32,17 @@ def model_sample(model, n, d, rng):
 
 
 def simulated_null_result(stat, null, *, alpha, method, n_samples, bootstrap, n_bootstrap,
-                          bandwidth, factor=1.0):
+                          bandwidth, factor=1.0, independent=False):
     """The :class:`GOFTestResult` of the statistic ``stat`` against the null draws ``null``.
 
     The p-value is :math:`(1 + \\#\\{\\text{null} \\ge \\text{stat}\\}) / (1 + B)` and the
     threshold the :math:`1 - \\alpha` quantile of the draws. ``factor`` multiplies the
     reported statistic, threshold and draws (a common rescaling that leaves the p-value
-    and the decision unchanged).
+    and the decision unchanged). ``independent``: the draws are computed apart from the
+    statistic (a Monte Carlo or simulated-limit null), so none ties with it by
+    rounding, and the comparison is exact (:func:`~skstein._bootstrap.bootstrap_pvalue`).
     """
-    pvalue = bootstrap_pvalue(stat, null)
+    pvalue = bootstrap_pvalue(stat, null, snap_ties=not independent)
     return GOFTestResult(
         statistic=float(stat) * factor,
         pvalue=float(pvalue),

@@ -313,7 +313,7 @@ class FSSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
             stat, null, alpha=self.alpha,
             method=f"{name} ({kern.name}, J={V.shape[0]}, chi2-mixture null)",
             n_samples=n, bootstrap="chi2-mixture", n_bootstrap=self.n_simulate,
-            bandwidth=kern.bandwidth)
+            bandwidth=kern.bandwidth, independent=True)
 
     def _discrepancy(self, X):
         X, S, V, kern = self._prepare(X, as_generator(self.random_state).spawn(2)[0])

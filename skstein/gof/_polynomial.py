@@ -330,7 +330,7 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
             return simulated_null_result(
                 stats[0], nulls[0], alpha=float(self.alpha),
                 method=f"polynomial KSD (degree {degrees[0]}, {null_name})",
-                bandwidth=math.sqrt(c2), **fields)
+                bandwidth=math.sqrt(c2), independent=kind == "monte-carlo", **fields)
         return aggregated_result(
             np.array(stats), np.column_stack(nulls),
             f"polynomial KSD (degrees {', '.join(map(str, degrees))}, aggregated, "

@@ -367,7 +367,7 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
             stat, null, alpha=self.alpha,
             method=f"RFSD ({self.feature}, J={feats.n_features}, {describe}{note})",
             n_samples=n, bootstrap=bootstrap, n_bootstrap=null.size,
-            bandwidth=float(feats.scale), factor=factor)
+            bandwidth=float(feats.scale), factor=factor, independent=True)
 
     def _discrepancy(self, X):
         X, S, feats = self._prepare(X, as_generator(self.random_state).spawn(3)[0])
