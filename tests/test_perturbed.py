@@ -9,7 +9,7 @@ from skstein.distributions import Categorical, Gaussian, GaussianMixture
 from skstein.experiments import rejection_rate
 from skstein.gof._ksd import LangevinKSD
 from skstein._engines import NumbaEngine
-from skstein.gof._perturbed import find_modes, jump_chain
+from skstein.gof._perturbed import ModeSet, find_modes, jump_chain
 
 MIX1 = GaussianMixture([0.7, 0.3], [[0.0], [4.0]], [[[1.0]], [[0.25]]])
 MIX1_OTHER_WEIGHTS = GaussianMixture([0.55, 0.45], [[0.0], [4.0]], [[[1.0]], [[0.25]]])
@@ -266,3 +266,20 @@ def test_too_few_draws_warn_once():
     with pytest.warns(UserWarning, match="n_bootstrap=10 is too small") as record:
         PerturbedKSDTest(MIX1, n_bootstrap=10, random_state=0).test(X)
     assert sum("is too small" in str(w.message) for w in record) == 1
+
+
+def test_mode_set_covariances_and_roots(rng):
+    # Sigma_k = H_k^{-1}, its symmetric square root and that of its inverse; the jump
+    # T = Sigma_j^{1/2} Sigma_i^{-1/2} maps Sigma_i onto Sigma_j
+    A = rng.standard_normal((3, 5, 5))
+    H = A @ A.transpose(0, 2, 1) + np.eye(5)
+    modes = ModeSet(rng.standard_normal((3, 5)), H)
+    for k in range(3):
+        C = np.linalg.inv(H[k])
+        np.testing.assert_allclose(modes.covariances[k], C, atol=1e-12)
+        np.testing.assert_allclose(modes._root[k] @ modes._root[k], C, atol=1e-12)
+        np.testing.assert_allclose(modes._root[k], modes._root[k].T, atol=1e-14)
+        np.testing.assert_allclose(modes._inv_root[k] @ modes._root[k], np.eye(5), atol=1e-12)
+    T, logdet = modes.jump(0, 2)
+    np.testing.assert_allclose(T @ modes.covariances[0] @ T.T, modes.covariances[2], atol=1e-12)
+    assert logdet == pytest.approx(np.log(abs(np.linalg.det(T))), rel=1e-10)
