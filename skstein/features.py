@@ -109,6 +109,7 @@ __all__ = [
     "fssd_criterion_and_grad",
     "chi2_mixture_null",
     "chi2_mixture_draws",
+    "moments_functional_null",
     "gaussian_functional_null",
     "RandomFeatures",
     "RFSD_FEATURES",
@@ -205,23 +206,27 @@ class FeatureMoments:
         ``k - n`` further eigenvalues of ``k`` active components are zero."""
         if self.rows is None:
             return _psd_eigh(self.covariance())[0]
+        Fc, _, top = self._active_centred()
+        n, k = Fc.shape
+        if k == 0:
+            return np.zeros(0)
+        gram = _small_gram(Fc, top)
+        lam = np.zeros(k)
+        lam[k - gram.shape[0]:] = np.clip(np.linalg.eigvalsh(gram), 0.0, None)
+        return lam
+
+    def _active_centred(self):
+        """The kept rows, centred, on the components whose variance exceeds
+        :data:`NEGLIGIBLE_VARIANCE` times the largest (as :func:`_psd_eigh` keeps them),
+        the mask of those components and the largest variance."""
         n, mu = self.n, self.mean
         with np.errstate(over="ignore", invalid="ignore"):
             Fc = self.rows - mu
             var = np.einsum("ij,ij->j", Fc, Fc) / (n - 1.0)
         _check_features_finite(var)
         top = float(var.max()) if var.size else 0.0
-        if not top > 0:
-            return np.zeros(0)
-        Fc = Fc[:, var > NEGLIGIBLE_VARIANCE * top]
-        k = Fc.shape[1]
-        with np.errstate(over="ignore", invalid="ignore"):
-            gram = (Fc @ Fc.T if k > n else Fc.T @ Fc) / (n - 1.0)
-        _check_features_finite(gram)
-        gram[np.abs(gram) < 1e-200 * top] = 0.0   # subnormals: see _psd_eigh
-        lam = np.zeros(k)
-        lam[k - gram.shape[0]:] = np.clip(np.linalg.eigvalsh(gram), 0.0, None)
-        return lam
+        active = var > NEGLIGIBLE_VARIANCE * top if top > 0 else np.zeros(var.size, bool)
+        return Fc[:, active], active, top
 
     def h1_variance(self):
         r""":math:`4(\frac{1}{n}\sum_i (\tau_i^\top \bar\tau)^2 - \|\bar\tau\|^4)`: the
@@ -240,6 +245,18 @@ class FeatureMoments:
             var = np.inf
         _check_features_finite(var)
         return max(var, 0.0)
+
+
+def _small_gram(Fc, top):
+    """The smaller of ``Fc Fc^T`` and ``Fc^T Fc`` over ``n - 1`` (the covariance of the
+    centred rows ``Fc``, or their Gram matrix), entries below ``1e-200`` times the
+    largest variance ``top`` set to zero (subnormals: see :func:`_psd_eigh`)."""
+    n, k = Fc.shape
+    with np.errstate(over="ignore", invalid="ignore"):
+        gram = (Fc @ Fc.T if k > n else Fc.T @ Fc) / (n - 1.0)
+    _check_features_finite(gram)
+    gram[np.abs(gram) < 1e-200 * top] = 0.0
+    return gram
 
 
 def _check_features_finite(*values):
@@ -397,16 +414,50 @@ def gaussian_functional_null(cov, order, n_features, dim, n_draws, rng, *, batch
     if order == 2:
         return chi2_mixture_null(cov, n_draws, rng, centred=False, batch=batch)
     lam, U, active = _psd_eigh(cov)
-    E = rng.standard_normal((n_draws, lam.size))
     root = U * np.sqrt(lam)  # columns scaled: G = E @ root.T
+    return _functional_draws(root, active, order, n_features, dim, n_draws, rng, batch)
+
+
+def _functional_draws(root, active, order, n_features, dim, n_draws, rng, batch):
+    """The draws of :func:`gaussian_functional_null` from a factor ``root`` (``k x r``,
+    ``r <= k``) of the covariance of the ``k`` active components: ``E`` has ``k`` columns
+    (the eigenvalues' count), of which the last ``r`` (the largest eigenvalues, ascending)
+    multiply ``root``."""
+    k, r = root.shape
+    E = rng.standard_normal((n_draws, k))
     out = np.empty(n_draws)
-    G = np.zeros((min(batch, n_draws), cov.shape[0]))
+    G = np.zeros((min(batch, n_draws), active.size))
     for a in range(0, n_draws, batch):
-        Eb = E[a:a + batch]
+        Eb = E[a:a + batch, k - r:]
         Gb = G[: Eb.shape[0]]
         Gb[:, active] = Eb @ root.T
         out[a:a + batch] = rfsd_functional(Gb, order, n_features, dim)
     return out
+
+
+def moments_functional_null(moments, order, n_features, dim, n_draws, rng, *, batch=512):
+    r""":func:`gaussian_functional_null` of ``moments.covariance()``; with the rows kept
+    (:class:`FeatureMoments`, ``n < p``) from the ``n x n`` Gram matrix of the centred
+    rows, never forming the ``p x p`` covariance: the eigenvectors of its non-zero
+    eigenvalues scaled by their roots are :math:`F_c^\top V / \sqrt{n - 1}`."""
+    if order == 2:
+        return chi2_mixture_draws(moments.covariance_eigenvalues(), n_draws, rng,
+                                  centred=False, batch=batch)
+    if moments.rows is None:
+        return gaussian_functional_null(moments.covariance(), order, n_features, dim,
+                                        n_draws, rng, batch=batch)
+    Fc, active, top = moments._active_centred()
+    n, k = Fc.shape
+    if k == 0:
+        return np.zeros(n_draws)
+    lam, V = np.linalg.eigh(_small_gram(Fc, top))
+    if k <= n:
+        root = V * np.sqrt(np.clip(lam, 0.0, None))
+    else:
+        root = (Fc.T @ V) / np.sqrt(n - 1.0)
+        root[:, lam <= 0.0] = 0.0
+    _check_features_finite(root)
+    return _functional_draws(root, active, order, n_features, dim, n_draws, rng, batch)
 
 
 # ---------------------------------------------------------------------------

@@ -240,6 +240,30 @@ def test_monte_carlo_null_is_the_statistic_on_model_samples(kind, fitted):
     assert np.array_equal(again.test(X).null_distribution, res.null_distribution)
 
 
+def test_functional_null_from_kept_rows():
+    # n = 12 rows of p = 40 features: the Gaussian functional null from the Gram matrix
+    # of the centred rows has the law of the one from the 40 x 40 covariance
+    from skstein.features import FeatureMoments, moments_functional_null
+
+    rng = np.random.default_rng(4)
+    F = rng.standard_normal((12, 40)) * np.linspace(0.5, 2.0, 40) + 0.3
+    mom = FeatureMoments(12, F.sum(axis=0), float(np.sum(F * F)), rows=F)
+    cov = np.cov(F, rowvar=False)
+    np.testing.assert_allclose(mom.covariance(), cov, rtol=1e-12, atol=1e-14)
+    for order in (1, 2):
+        new = moments_functional_null(mom, order, 4, 10, 40_000, np.random.default_rng(1))
+        old = gaussian_functional_null(cov, order, 4, 10, 40_000, np.random.default_rng(2))
+        q = [0.1, 0.5, 0.9, 0.99]
+        np.testing.assert_allclose(np.quantile(new, q), np.quantile(old, q), rtol=0.03)
+    # more rows than active components: the covariance's own factor, the same draws
+    G = rng.standard_normal((60, 8))
+    mom = FeatureMoments(60, G.sum(axis=0), float(np.sum(G * G)), rows=G)
+    np.testing.assert_allclose(
+        moments_functional_null(mom, 1, 2, 4, 500, np.random.default_rng(3)),
+        gaussian_functional_null(np.cov(G, rowvar=False), 1, 2, 4, 500,
+                                 np.random.default_rng(3)), rtol=1e-9)
+
+
 def test_monte_carlo_p_values_count_draws_exactly():
     # L1 IMQ draws at n = 20 span ten orders of magnitude: a tie tolerance relative to
     # the largest draw counted every draw below it as a tie (p = 1 in 0.455 of 200 null

@@ -17,9 +17,9 @@ from ..distributions import rvs_kind
 from ..features import (
     DEFAULT_FEATURE_MEMORY,
     RFSD_FEATURES,
-    chi2_mixture_draws,
     draw_random_features,
     gaussian_functional_null,
+    moments_functional_null,
     rfsd_functional,
     rfsd_log_shift,
     rfsd_moments,
@@ -44,7 +44,7 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
     |\mathbb{E}_n[T_a \Phi(x, z_j)]|^r / \nu(z_j))^{2/r}` for ``J`` features
     :math:`z_j \sim \nu` (see :mod:`skstein.features` for the feature families and their
     settings), computed in :math:`O(nJD)` time and :math:`O(nD)` memory beyond a
-    :math:`(JD)^2` covariance (for the Gaussian null with :math:`r = 2` and
+    :math:`(JD)^2` covariance (for the Gaussian null from the tested sample with
     :math:`n < JD`, an :math:`n \times n` Gram matrix of the feature rows instead):
 
     * ``feature="l1-imq"``: :math:`r = 1`, IMQ feature functions with a Student-t
@@ -323,12 +323,12 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
             cov = rfsd_moments(X0, S0, feats, shift, max_memory=self.max_memory).covariance()
         else:
             mom = rfsd_moments(X, S, feats, shift, max_memory=self.max_memory)
-            cov = None if feats.order == 2 else mom.covariance()
+            cov = None
         stat = rfsd_value(mom, feats, shift)[0]
         n_draws = int(self._n_draws("gaussian"))
-        if cov is None:  # the chi-square mixture of the data's covariance spectrum
-            null = chi2_mixture_draws(mom.covariance_eigenvalues(), n_draws, null_rng,
-                                      centred=False) / n
+        if cov is None:  # the data's covariance, from the rows when n < J D
+            null = moments_functional_null(mom, feats.order, feats.n_features, d, n_draws,
+                                           null_rng) / n
         else:
             null = gaussian_functional_null(cov, feats.order, feats.n_features, d, n_draws,
                                             null_rng) / n
