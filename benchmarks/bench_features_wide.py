@@ -12,7 +12,10 @@ Printed per case: the median time of ``test(X)`` (FSSD-rand, J = 5; RFSD with
 time of the null's spectrum from the ``p x p`` covariance (the route taken before,
 :func:`skstein.features.chi2_mixture_null` of ``moments.covariance()``) against the
 Gram route, with the largest difference between the two nulls' draws relative to their
-largest draw.
+largest draw. A second table does the same for the Gaussian null of L1 IMQ features
+(``r = 1``, J = 10: :func:`skstein.features.gaussian_functional_null` of the covariance
+against :func:`skstein.features.moments_functional_null`), the null ``RFSDTest`` takes
+for a model given as a score only, and the median time of that test.
 
 Run: ``python benchmarks/bench_features_wide.py [--repeat 3]``
 """
@@ -24,7 +27,16 @@ import numpy as np
 from _util import median_time
 from skstein import FSSDTest, RFSDTest
 from skstein.distributions import Gaussian
-from skstein.features import chi2_mixture_draws, chi2_mixture_null, fssd_moments
+from skstein.features import (
+    chi2_mixture_draws,
+    chi2_mixture_null,
+    draw_random_features,
+    fssd_moments,
+    gaussian_functional_null,
+    moments_functional_null,
+    rfsd_log_shift,
+    rfsd_moments,
+)
 from skstein.kernels import RBF
 
 
@@ -60,6 +72,32 @@ def main():
         diff = float(np.max(np.abs(a - b)) / np.max(np.abs(a)))
         print(f"{d:>5} {n:>4} {p:>6} {t_fssd:>9.3f}s {t_rfsd:>9.3f}s {t_dense:>10.3f}s "
               f"{t_gram:>9.4f}s {t_dense / t_gram:>6.0f}x {diff:>9.1e}", flush=True)
+    print(f"\nL1 IMQ, Gaussian null\n{'D':>5} {'n':>4} {'p':>6} {'test':>9} "
+          f"{'null p x p':>11} {'null Gram':>10} {'ratio':>7}")
+    for d, n in ((300, 50), (1000, 50)):
+        X = np.random.default_rng(0).standard_normal((n, d)) + 0.1
+
+        def score(Y):
+            return -Y
+
+        test = RFSDTest(score, random_state=0)
+        t_test, _ = median_time(lambda: test.test(X), repeat=args.repeat, warmup=1)
+        feats = draw_random_features("l1-imq", X, 10, np.random.default_rng(2))
+        shift = rfsd_log_shift(X, feats)
+        mom = rfsd_moments(X, -X, feats, shift)
+
+        def dense():
+            mom.second = None
+            return gaussian_functional_null(mom.covariance(), 1, 10, d, 3000,
+                                            np.random.default_rng(1))
+
+        def gram():
+            return moments_functional_null(mom, 1, 10, d, 3000, np.random.default_rng(1))
+
+        t_dense, _ = median_time(dense, repeat=args.repeat, warmup=0)
+        t_gram, _ = median_time(gram, repeat=args.repeat, warmup=1)
+        print(f"{d:>5} {n:>4} {10 * d:>6} {t_test:>8.3f}s {t_dense:>10.3f}s "
+              f"{t_gram:>9.4f}s {t_dense / t_gram:>6.0f}x", flush=True)
 
 
 if __name__ == "__main__":
