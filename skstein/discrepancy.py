@@ -662,7 +662,7 @@ def _median_1d(U, max_points, random_state, name, value, samples=None):
         med = projection_medians_1d(U, max_points=max_points, random_state=random_state)
         flat = med <= 0
         if samples is not None:
-            flat |= flat_directions(*samples)
+            flat |= flat_directions(*samples, projections=U)
         if np.all(flat):
             raise ValueError(
                 "all samples coincide along every direction (for instance, X has one "

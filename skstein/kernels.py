@@ -798,7 +798,7 @@ def _device_scales(X, max_points, random_state, quantile=None):
 AUTO_WHITEN_CONDITION = 4.0
 
 
-def flat_directions(A, G):
+def flat_directions(A, G, projections=None):
     r"""Whether the rows of ``A`` coincide along each direction (row of ``G``), up to
     rounding: a spread of at most 64 machine epsilons of the largest row norm times the
     direction's norm, :math:`\max_i \|a_i\| \, \|g\|`. That bounds the sum of the
@@ -806,9 +806,10 @@ def flat_directions(A, G):
     rounding error (along a direction orthogonal to two equal columns every projection
     is rounding, small against that sum but not against the largest projection), and
     also covers coordinates that carry rounding from an earlier product, such as
-    whitened ones, whose sum of products is itself of the size of the rounding."""
+    whitened ones, whose sum of products is itself of the size of the rounding.
+    ``projections``: ``A @ G.T`` when the caller has it already."""
     tol = 64 * np.finfo(np.float64).eps
-    P = A @ G.T
+    P = A @ G.T if projections is None else projections
     scale = np.max(np.linalg.norm(A, axis=1)) * np.linalg.norm(G, axis=1)
     return np.ptp(P, axis=0) <= tol * scale
 
