@@ -2,8 +2,9 @@
 
 Model N(0, I) in ``D`` dimensions, 10 features, level 5%. For each ``D,n`` cell the
 script prints the rejection rate of ``n_trials`` samples of the model (the level) and of
-three alternatives (the power): unit-variance Laplace, Student t with 5 degrees of
-freedom scaled to unit variance, and N(0, I) shifted by 0.3 along one axis. The nulls:
+four alternatives (the power): unit-variance Laplace, Student t with 5 degrees of
+freedom scaled to unit variance, N(0, I) shifted by 0.3 along one axis, and N(0, 1.44 I)
+(standard deviation 1.2). The nulls:
 ``gaussian/data`` (the Gaussian limit, covariance from the tested sample),
 ``gaussian/model`` (covariance from 5000 + 500 D model samples, Huggins & Mackey's
 protocol) and ``monte-carlo`` (the statistic on ``--draws`` model samples, exact
@@ -11,7 +12,7 @@ level). The last column is the median seconds of one test. The 3-standard-deviat
 band of a level estimate is printed with each cell.
 
 Run: ``python benchmarks/bench_rfsd_null.py [--feature l1-imq] [--cells 5,200 20,500]
-[--trials 200] [--draws 99] [--seed 4242]``
+[--trials 200] [--draws 99] [--seed 4242] [--nulls monte-carlo]``
 """
 
 import argparse
@@ -31,6 +32,7 @@ def _alternatives(d):
         "laplace": Laplace(d),
         "student5": StudentT(d, df=5.0, scale=np.sqrt(3.0 / 5.0)),
         "shift0.3": Gaussian(shift),
+        "scale1.2": Gaussian(np.zeros(d), 1.44),
     }
 
 
@@ -41,6 +43,8 @@ def main():
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--draws", type=int, default=99)
     ap.add_argument("--seed", type=int, default=4242)
+    ap.add_argument("--nulls", nargs="+", default=None,
+                    help="run only these nulls (default: all three)")
     args = ap.parse_args()
     print(f"{'D':>3} {'n':>5} {'data':>9} {'null':>15} {'rate':>6} {'s/test':>7}")
     for cell in args.cells:
@@ -52,6 +56,8 @@ def main():
             "gaussian/model": dict(null="gaussian", null_samples=5000 + 500 * d),
             "monte-carlo": dict(null="monte-carlo", n_simulate=args.draws),
         }
+        if args.nulls is not None:
+            nulls = {k: v for k, v in nulls.items() if k in args.nulls}
         for data_name, data in _alternatives(d).items():
             for null_name, kw in nulls.items():
                 test = RFSDTest(model, feature=args.feature, **kw)

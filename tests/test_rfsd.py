@@ -7,6 +7,7 @@ from sklearn.model_selection import GridSearchCV
 from conftest import std_normal_score
 from skstein import RFSDTest, rfsd
 from skstein._numba import numba_threads
+from skstein._random import as_generator
 from skstein.distributions import Distribution, GaussBernRBM, Gaussian, Laplace
 from skstein.experiments import rejection_rate
 from skstein.features import (
@@ -17,6 +18,7 @@ from skstein.features import (
     rfsd_log_shift,
     rfsd_moments,
 )
+from skstein.gof._rfsd import REFERENCE_ROWS
 
 GAMMA = 0.25
 
@@ -216,8 +218,9 @@ class _Recording(Gaussian):
 @pytest.mark.parametrize("fitted", [False, True])
 @pytest.mark.parametrize("kind", ["l1-imq", "l2-sechexp"])
 def test_monte_carlo_null_is_the_statistic_on_model_samples(kind, fitted):
-    # the null draws are the discrepancy, computed as on X, of samples of the model: with
-    # features drawn on each sample from the same stream, or with the fitted features
+    # the null draws are the discrepancy, with the features of X, of samples of the
+    # model: the fitted features, or features drawn on a sample of the model (the first
+    # one it draws, REFERENCE_ROWS rows), which X and the null samples then share
     X = Laplace(3).rvs(150, random_state=5)
     model = _Recording(3)
     test = RFSDTest(model, feature=kind, null="monte-carlo", n_simulate=39, random_state=8)
@@ -225,19 +228,39 @@ def test_monte_carlo_null_is_the_statistic_on_model_samples(kind, fitted):
         test.fit(Laplace(3).rvs(150, random_state=6))
     res = test.test(X)
     assert res.bootstrap == "monte-carlo" and res.n_bootstrap == 39
-    assert len(model.drawn) == 39 and all(Y.shape == X.shape for Y in model.drawn)
+    drawn = model.drawn if fitted else model.drawn[1:]
+    if not fitted:
+        assert model.drawn[0].shape == (REFERENCE_ROWS, 3)
+        ref_feats = draw_random_features(kind, model.drawn[0], 10,
+                                         as_generator(8).spawn(4)[0])
+        assert res.bandwidth == ref_feats.scale
+    assert len(drawn) == 39 and all(Y.shape == X.shape for Y in drawn)
     assert ("fitted features" in res.method) == fitted
-    ref = np.array([test.discrepancy(Y) for Y in model.drawn])
+    ref = np.array([test.discrepancy(Y) for Y in drawn])
     np.testing.assert_allclose(res.null_distribution, ref, rtol=1e-10)
     assert res.statistic == pytest.approx(test.discrepancy(X), rel=1e-10)
     assert res.pvalue == pytest.approx((1 + np.sum(ref >= res.statistic)) / 40)
-    # the samples and the features do not repeat from one draw to the next
+    # the samples do not repeat from one draw to the next
     assert len({float(v) for v in ref}) == 39
     again = RFSDTest(_Recording(3), feature=kind, null="monte-carlo", n_simulate=39,
                      random_state=8)
     if fitted:
         again.fit(Laplace(3).rvs(150, random_state=6))
     assert np.array_equal(again.test(X).null_distribution, res.null_distribution)
+
+
+@pytest.mark.parametrize("scale", [0.5, 2.0])
+def test_monte_carlo_null_sees_a_sample_of_another_scale(scale):
+    # L1 IMQ's statistic scales as a high power of the length scale of its features: with
+    # features drawn on each sample at its own median distance, a sample twice as wide as
+    # the model got a statistic far below every null draw (p = 1); with the features of
+    # a model sample shared by X and the null samples, it is rejected, and so is a
+    # sample half as wide
+    model = Gaussian(np.zeros(3))
+    X = Gaussian(np.zeros(3), scale**2).rvs(200, random_state=2)
+    res = RFSDTest(model, n_simulate=99, random_state=3).test(X)
+    assert res.bootstrap == "monte-carlo" and res.reject
+    assert res.pvalue == pytest.approx(0.01)
 
 
 def test_functional_null_from_kept_rows():
