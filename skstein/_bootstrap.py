@@ -375,7 +375,7 @@ class AggregateDecision:
     levels: np.ndarray = None
 
 
-def aggregate_minp(statistics, null, alpha, weights=None):
+def aggregate_minp(statistics, null, alpha, weights=None, *, snap_ties=True):
     r"""Min-p aggregation of ``L`` statistics whose nulls come from the same draws.
 
     ``statistics`` has shape ``(L,)``, ``null`` shape ``(M, L)``: draw ``m`` of every
@@ -398,7 +398,8 @@ def aggregate_minp(statistics, null, alpha, weights=None):
     minimum is the smallest step (each column's largest draw) would tie with every
     significant observation and the test could never reject. With ``L = 1`` it is
     the single test. Draws that tie with the statistic up to rounding count as ties
-    (:data:`TIE_TOLERANCE`).
+    (:data:`TIE_TOLERANCE`), unless ``snap_ties=False`` (draws computed apart from the
+    statistics, as in :func:`bootstrap_pvalue`).
 
     ``weights`` (positive, shape ``(L,)``, scaled here to mean one) weight the
     entries as in KSDAgg's weighted test: entry ``l`` counts by :math:`p_l / w_l`, so
@@ -412,7 +413,7 @@ def aggregate_minp(statistics, null, alpha, weights=None):
     if w.shape != (L,) or not (np.all(np.isfinite(w)) and np.all(w > 0)):
         raise ValueError(f"weights must be {L} positive finite values, got {weights!r}.")
     w = w / w.mean()
-    T = np.vstack([statistics[None, :], _snap_ties(statistics, null)])
+    T = np.vstack([statistics[None, :], _snap_ties(statistics, null) if snap_ties else null])
     ranks = np.empty((M + 1, L))
     for col in range(L):
         srt = np.sort(T[:, col])

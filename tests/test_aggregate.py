@@ -153,6 +153,13 @@ def test_aggregate_minp_equals_its_definition():
     for stat in np.linspace(-1, 4, 41):
         agg = aggregate_minp(np.array([stat]), null, 0.05)
         assert agg.pvalue == pytest.approx(bootstrap_pvalue(stat, null[:, 0]), abs=1e-15)
+    # draws computed apart from the statistics (Monte Carlo nulls) compare exactly: the
+    # bootstrap's tie tolerance, relative to a column's largest draw, would count the
+    # draws 3e-20 below 4e-20 as a tie
+    null = np.array([[1e-12, 1.0], [3e-20, 2.0], [5e-20, 3.0]])
+    stats = np.array([4e-20, 2.5])
+    assert aggregate_minp(stats, null, 0.05).pvalues[0] == 1.0
+    assert aggregate_minp(stats, null, 0.05, snap_ties=False).pvalues[0] == 0.75
 
 
 def test_aggregate_minp_is_exact_for_exchangeable_vectors():

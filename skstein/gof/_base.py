@@ -22,7 +22,8 @@ __all__ = ["SteinTestMixin", "is_fitted", "aggregated_result", "split_sample",
            "split_indices", "train_count", "on_training_part"]
 
 
-def aggregated_result(stats, null, method, bandwidths, *, alpha, weights=None, **fields):
+def aggregated_result(stats, null, method, bandwidths, *, alpha, weights=None,
+                      independent=False, **fields):
     """The :class:`GOFTestResult` of the min-p aggregation of ``stats`` over ``null``.
 
     ``null`` has one column per statistic, all from the same bootstrap draws;
@@ -30,9 +31,11 @@ def aggregated_result(stats, null, method, bandwidths, *, alpha, weights=None, *
     of the most significant statistic; ``fields`` adds the common ones
     (``n_samples``, ``bootstrap``, ...). With ``weights`` (see
     :func:`~skstein._bootstrap.aggregate_minp`) ``pvalue_threshold`` holds each
-    statistic's corrected level.
+    statistic's corrected level. ``independent``: the draws are computed apart from the
+    statistics, and compare exactly (as in
+    :func:`~skstein.gof._common.simulated_null_result`).
     """
-    agg = aggregate_minp(stats, null, alpha, weights)
+    agg = aggregate_minp(stats, null, alpha, weights, snap_ties=not independent)
     k = agg.selected
     bandwidths = np.asarray(bandwidths, dtype=np.float64)
     return GOFTestResult(
