@@ -7,7 +7,6 @@ from sklearn.model_selection import GridSearchCV
 from conftest import std_normal_score
 from skstein import RFSDTest, rfsd
 from skstein._numba import numba_threads
-from skstein._random import as_generator
 from skstein.distributions import Distribution, GaussBernRBM, Gaussian, Laplace
 from skstein.experiments import rejection_rate
 from skstein.features import (
@@ -17,6 +16,7 @@ from skstein.features import (
     rfsd_functional,
     rfsd_log_shift,
     rfsd_moments,
+    resolve_feature_scale,
 )
 from skstein.gof._rfsd import REFERENCE_ROWS
 
@@ -218,9 +218,10 @@ class _Recording(Gaussian):
 @pytest.mark.parametrize("fitted", [False, True])
 @pytest.mark.parametrize("kind", ["l1-imq", "l2-sechexp"])
 def test_monte_carlo_null_is_the_statistic_on_model_samples(kind, fitted):
-    # the null draws are the discrepancy, with the features of X, of samples of the
-    # model: the fitted features, or features drawn on a sample of the model (the first
-    # one it draws, REFERENCE_ROWS rows), which X and the null samples then share
+    # the null draws are the discrepancy, computed as on X, of samples of the model: with
+    # the fitted features, or with features drawn on each sample from the same stream at
+    # one length scale, the median distance of a sample of the model (the first one it
+    # draws, REFERENCE_ROWS rows)
     X = Laplace(3).rvs(150, random_state=5)
     model = _Recording(3)
     test = RFSDTest(model, feature=kind, null="monte-carlo", n_simulate=39, random_state=8)
@@ -231,33 +232,38 @@ def test_monte_carlo_null_is_the_statistic_on_model_samples(kind, fitted):
     drawn = model.drawn if fitted else model.drawn[1:]
     if not fitted:
         assert model.drawn[0].shape == (REFERENCE_ROWS, 3)
-        ref_feats = draw_random_features(kind, model.drawn[0], 10,
-                                         as_generator(8).spawn(4)[0])
-        assert res.bandwidth == ref_feats.scale
+        scale = resolve_feature_scale(model.drawn[0], kind, "median")
+        assert res.bandwidth == scale
+        assert f"at length scale {scale:.4g}" in res.method
     assert len(drawn) == 39 and all(Y.shape == X.shape for Y in drawn)
     assert ("fitted features" in res.method) == fitted
     ref = np.array([test.discrepancy(Y) for Y in drawn])
     np.testing.assert_allclose(res.null_distribution, ref, rtol=1e-10)
     assert res.statistic == pytest.approx(test.discrepancy(X), rel=1e-10)
     assert res.pvalue == pytest.approx((1 + np.sum(ref >= res.statistic)) / 40)
-    # the samples do not repeat from one draw to the next
+    # the samples and the features do not repeat from one draw to the next
     assert len({float(v) for v in ref}) == 39
     again = RFSDTest(_Recording(3), feature=kind, null="monte-carlo", n_simulate=39,
                      random_state=8)
     if fitted:
         again.fit(Laplace(3).rvs(150, random_state=6))
     assert np.array_equal(again.test(X).null_distribution, res.null_distribution)
+    # a float bandwidth is every sample's length scale, and no reference is drawn
+    fixed = _Recording(3)
+    res = RFSDTest(fixed, feature=kind, null="monte-carlo", n_simulate=5, bandwidth=1.7,
+                   random_state=8).test(X)
+    assert res.bandwidth == 1.7 and len(fixed.drawn) == 5
 
 
-@pytest.mark.parametrize("scale", [0.5, 2.0])
-def test_monte_carlo_null_sees_a_sample_of_another_scale(scale):
-    # L1 IMQ's statistic scales as a high power of the length scale of its features: with
-    # features drawn on each sample at its own median distance, a sample twice as wide as
-    # the model got a statistic far below every null draw (p = 1); with the features of
-    # a model sample shared by X and the null samples, it is rejected, and so is a
-    # sample half as wide
+@pytest.mark.parametrize("scale,shift", [(0.5, 0.0), (2.0, 0.0), (1.0, 5.0)])
+def test_monte_carlo_null_sees_samples_of_another_scale_or_place(scale, shift):
+    # L1 IMQ's statistic scales as a high power of the length scale of its features:
+    # with features at each sample's own median distance, a sample twice as wide as the
+    # model got a statistic far below every null draw (p = 1); at the model's length
+    # scale, it is rejected, as is a sample half as wide. The features stay centred at
+    # each sample's mean: centred at the model's, they missed a sample shifted by 5
     model = Gaussian(np.zeros(3))
-    X = Gaussian(np.zeros(3), scale**2).rvs(200, random_state=2)
+    X = Gaussian(np.full(3, shift), scale**2).rvs(200, random_state=2)
     res = RFSDTest(model, n_simulate=99, random_state=3).test(X)
     assert res.bootstrap == "monte-carlo" and res.reject
     assert res.pvalue == pytest.approx(0.01)

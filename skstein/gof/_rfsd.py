@@ -1,5 +1,7 @@
 """Random-feature Stein discrepancy tests (Huggins & Mackey 2018), random-Fourier-feature KSD."""
 
+import copy
+
 import numpy as np
 from sklearn.base import BaseEstimator
 
@@ -22,6 +24,7 @@ from ..features import (
     rfsd_log_shift,
     rfsd_moments,
     rfsd_value,
+    resolve_feature_scale,
 )
 from ._base import BaselineTestMixin, is_fitted
 from ._common import SampleTestMethods, model_sample, simulated_null_result
@@ -33,8 +36,8 @@ RFSD_NULLS = ("gaussian", "monte-carlo")
 _MONTE_CARLO_FEATURES = ("l1-imq",)
 N_GAUSSIAN = 3000
 N_MONTE_CARLO = 499
-#: rows of the model sample on which an unfitted test with the Monte Carlo null draws
-#: its features (the median heuristic reads at most 1000 rows)
+#: rows of the model sample whose median distance an unfitted test with the Monte Carlo
+#: null gives every sample's features (the median heuristic reads at most 1000 rows)
 REFERENCE_ROWS = 1000
 
 
@@ -60,21 +63,25 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
       :math:`\Phi(x, (\omega, b)) = \sqrt{2}\cos(\omega^\top x + b)` and :math:`\nu` the
       kernel's spectral measure: same statistic, same null, same estimator.
 
-    Null distribution, ``null="monte-carlo"``: the statistic is computed, with the same
-    features, on ``n_simulate`` samples of size ``n`` from ``model.rvs``,
-    and the p-value is :math:`(1 + \#\{T_b \ge T\}) / (1 + B)`. The features are the
-    fitted ones or, for an unfitted test, drawn on ``REFERENCE_ROWS`` (1000) further
-    samples of the model (centred at their mean, the length scale their median
-    distance). Under H0 the ``B + 1`` samples are then exchangeable and independent of
-    the features, so the level is exact at every ``n`` and ``D``. The features are not
-    drawn on each sample: the L1 IMQ statistic scales as a high power of their length
-    scale (the exponent :math:`\beta'` below), so with each sample's own median
-    distance the test saw mostly the sample's spread. A sample with standard deviation
-    1.2 against N(0, I) was then never rejected (0 of 200 at ``D = 2``, 5 and 20), and
-    unit-variance Laplace data, whose median distance is smaller, were rejected for
-    that reason. The cost is ``n_simulate`` times that of the statistic (``B = 499``
-    by default: 0.17 s at ``D = 5``, ``n = 200`` and 0.6 s at ``D = 20``, ``n = 1000``
-    on a 2-core machine, against 0.002 s and 0.007 s for the Gaussian null).
+    Null distribution, ``null="monte-carlo"``: the statistic is computed in the same way
+    on ``n_simulate`` samples of size ``n`` from ``model.rvs``, and the p-value is
+    :math:`(1 + \#\{T_b \ge T\}) / (1 + B)`. A fitted test uses its features on every
+    sample. An unfitted one draws each sample's features as it draws those of ``X``:
+    from the same random stream, centred at that sample's mean, at one length scale for
+    all (``bandwidth`` if a float, else the median distance of ``REFERENCE_ROWS``
+    (1000) further samples of the model). Under H0 the ``B + 1`` samples are
+    exchangeable, so the level is exact at every ``n`` and ``D``. The length scale is
+    not each sample's own: the L1 IMQ statistic scales as a high power of it (the
+    exponent :math:`\beta'` below), so with each sample's median distance the test saw
+    mostly the sample's spread. A sample with standard deviation 1.2 against N(0, I)
+    was then never rejected (0 of 200 at ``D = 2``, 5 and 20), and unit-variance
+    Laplace data, whose median distance is smaller, were rejected for that reason. Nor
+    are the features centred at the model's mean: data far from it then fall between
+    them (a shift of 5 in every coordinate at ``D = 3``, ``n = 100`` was rejected in 6
+    of 30 trials that way, and in all 30 as here). The cost is
+    ``n_simulate`` times that of the statistic (``B = 499`` by default: 0.2-0.3 s at
+    ``D = 5``, ``n = 200`` and 0.7-1.1 s at ``D = 20``, ``n = 1000`` on a 2-core machine,
+    against 0.002 s and 0.007 s for the Gaussian null).
 
     Null distribution, ``null="gaussian"``: under H0 the vector :math:`g =
     \sqrt{n}\,\mathbb{E}_n[\Xi]` of weighted feature means tends to :math:`N(0, \Sigma)`
@@ -114,25 +121,25 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
       ``D = 5`` at ``n = 200`` and 2000, 11.3% (300 trials) in ``D = 20`` at
       ``n = 1000``; but 0.3% in ``D = 50`` at ``n = 300``, where the covariance of model
       samples gave 8.5% instead; with ``gamma = 1``, 4.3-6% in ``D = 2``.
-    * L1 IMQ, Monte Carlo null (``B = 99``, 200 trials each): 5.0%, 6.5%, 6.0% and 5.0%
+    * L1 IMQ, Monte Carlo null (``B = 99``, 200 trials each): 5.0%, 6.0%, 6.0% and 5.5%
       at ``(D, n)`` = (2, 100), (5, 200), (20, 500) and (50, 300).
     * L1 IMQ, power, in the same cells: against unit-variance Laplace data it rejected
-      0.29, 0.18, 0.135 and 0.105 with the Monte Carlo null, against unit-variance
-      Student-t(5) data 0.20, 0.205, 0.19 and 0.12, against a mean shift of 0.3 along
-      one axis, which the bumps far out in the tails barely see, 0.165, 0.085, 0.08
-      and 0.06, and against N(0, 1.44 I) 0.335, 0.30, 0.385 and 0.365. With the
-      Gaussian null, at ``D = 20``, the Laplace and Student-t data were rejected at
-      0.045 and 0.04 (the data's covariance) and at 0.20 and 0.22 (the model's, which
-      rejected 0.105 of null samples).
+      0.285, 0.205, 0.125 and 0.10 with the Monte Carlo null, against unit-variance
+      Student-t(5) data 0.19, 0.195, 0.17 and 0.115, against a mean shift of 0.3 along
+      one axis, which the bumps far out in the tails barely see, 0.22, 0.065, 0.07 and
+      0.055, and against N(0, 1.44 I) 0.335, 0.32, 0.38 and 0.355. With the Gaussian
+      null, at ``D = 20``, the Laplace and Student-t data were rejected at 0.045 and
+      0.04 (the data's covariance) and at 0.20 and 0.22 (the model's, which rejected
+      0.105 of null samples).
     * L2 SechExp, whose secant importance distribution has exponential tails, keeps the
       Gaussian null: 7.0% at ``D = 20``, ``n = 1000`` (300 trials), 2.0% at ``D = 20``,
       ``n = 500``, 5.5% at ``D = 5``, ``n = 200``, and 2.3-3.8% in ``D = 2`` at
       ``n = 50`` to 300 (400 trials each). Its Monte Carlo null (``null="monte-carlo"``)
-      held the level too (6.5% in both cells) and had more power at ``D = 20``,
-      ``n = 500`` against the Laplace, Student-t and wider data (0.185, 0.22 and 0.95,
-      against 0.025, 0.02 and 0.345 with the Gaussian null), less against the mean
-      shift (0.33 against 0.475); at ``D = 5``, ``n = 200``, 0.185, 0.11, 0.14 and
-      0.34 against 0.185, 0.17, 0.185 and 0.055.
+      held the level too (5.5% and 7.0% at ``D = 5`` and 20) and had more power at
+      ``D = 20``, ``n = 500`` against the Laplace, Student-t and wider data (0.185,
+      0.24 and 0.97, against 0.025, 0.02 and 0.345 with the Gaussian null), less
+      against the mean shift (0.405 against 0.475); at ``D = 5``, ``n = 200``, 0.205,
+      0.105, 0.10 and 0.375 against 0.185, 0.17, 0.185 and 0.055.
     * The random Fourier features, bounded, keep the Gaussian null: 4.5% (Gaussian,
       400 trials) and 3.3% (Cauchy, 300) at ``D = 20``, ``n = 1000``; 3.3-5.0% in
       ``D = 2`` at ``n = 50`` to 300 (400 trials each).
@@ -149,8 +156,8 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         Length scale :math:`\ell` of the features: IMQ constant :math:`c = 4\ell`,
         secant rate :math:`1/(\xi\ell)`, Fourier kernel bandwidth :math:`\ell`.
         ``"median"``: median :math:`L^2` distance (:math:`L^1` for ``"l2-sechexp"``)
-        of at most 1000 rows of the data (of the model's sample on which an unfitted
-        test with the Monte Carlo null draws its features).
+        of at most 1000 rows of the data (of ``REFERENCE_ROWS`` samples of the model
+        for an unfitted test with the Monte Carlo null).
     gamma : float, default=0.25
         Huggins & Mackey's :math:`\gamma \in (0, 1]`, which sets the IMQ exponent and the
         secant rates.
@@ -183,9 +190,9 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
     -----
     :meth:`fit` draws the random features, centred and scaled on the sample.
     :meth:`discrepancy` is :math:`\mathrm{R\Phi SD}^2` with the features :meth:`test`
-    uses (the fitted ones, or drawn as the test draws them: on a sample of the model
-    for the Monte Carlo null, on the sample given for the Gaussian null); it can
-    underflow to 0 or overflow to ``inf`` in high dimension.
+    uses (the fitted ones, or drawn on the sample given as the test draws them: at
+    the model's length scale for the Monte Carlo null, at the sample's for the
+    Gaussian null); it can underflow to 0 or overflow to ``inf`` in high dimension.
     :meth:`score` is the power criterion :math:`\mathrm{R\Phi SD}^2 /
     \hat\sigma_{H_1}`, where :math:`\hat\sigma^2_{H_1} = \nabla F(\bar\Xi)^\top
     \hat\Sigma\, \nabla F(\bar\Xi)` is the delta-method variance of
@@ -289,30 +296,40 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
                             "an rvs(n, random_state) method; "
                             f"{type(self.model).__name__} has none.")
 
-    def _draw(self, X, rng):
+    def _draw(self, X, rng, bandwidth=None):
         return draw_random_features(self.feature, X, int(self.n_features), rng,
-                                    bandwidth=self.bandwidth, gamma=float(self.gamma),
-                                    nu_df=float(self.nu_df))
+                                    bandwidth=self.bandwidth if bandwidth is None else bandwidth,
+                                    gamma=float(self.gamma), nu_df=float(self.nu_df))
 
     def _fit(self, X):
         rng = as_generator(self.random_state)
         self.features_ = self._draw(X, rng.spawn(1)[0])
         self.bandwidth_ = self.features_.scale
 
+    def _model_scale(self, d, rng):
+        """The length scale of every sample's features in an unfitted test with the
+        Monte Carlo null: ``bandwidth`` if a float, else the median distance of
+        ``REFERENCE_ROWS`` samples of the model."""
+        if not isinstance(self.bandwidth, str):
+            return float(self.bandwidth)
+        reference = model_sample(self.model, REFERENCE_ROWS, d, rng)[0]
+        return resolve_feature_scale(reference, self.feature, "median", random_state=rng)
+
     def _prepare(self, X, rngs):
         """The validated sample, the model's scores there and the features: the fitted
-        ones, else drawn (``rngs[0]``) on a sample of the model (``rngs[3]``) for the
-        Monte Carlo null and on ``X`` for the Gaussian null."""
+        ones, else drawn on ``X`` (``rngs[0]``), at the length scale of a sample of the
+        model (``rngs[3]``) for the Monte Carlo null, at that of ``X`` for the Gaussian
+        null."""
         self._check_params()
         if is_fitted(self):
             X = self._validate_X(X, reset=False)
             feats = self.features_
         else:
             X = check_samples(X)
-            source = X
+            scale = None
             if self._null_kind() == "monte-carlo":
-                source = model_sample(self.model, REFERENCE_ROWS, X.shape[1], rngs[3])[0]
-            feats = self._draw(source, rngs[0])
+                scale = self._model_scale(X.shape[1], rngs[3])
+            feats = self._draw(X, rngs[0], scale)
         if feats.Z.shape[1] != X.shape[1]:
             raise ValueError(f"X has {X.shape[1]} features but the random features have "
                              f"{feats.Z.shape[1]}.")
@@ -328,9 +345,11 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
     def _test(self, X):
         rngs = as_generator(self.random_state).spawn(4)
         model_rng, null_rng = rngs[1], rngs[2]
+        # the Monte Carlo null draws each sample's features as those of X are drawn
+        redraw = None if is_fitted(self) else copy.deepcopy(rngs[0])
         X, S, feats = self._prepare(X, rngs)
         if self._null_kind() == "monte-carlo":
-            return self._monte_carlo_test(X, S, feats, model_rng)
+            return self._monte_carlo_test(X, S, feats, redraw, model_rng)
         n, d = X.shape
         shift = rfsd_log_shift(X, feats, max_memory=self.max_memory)
         if self.null_samples is not None:
@@ -355,22 +374,24 @@ class RFSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         return self._result(stat, null, shift, n, feats, null_name,
                             f"{null_name} null, covariance from {cov_name}")
 
-    def _monte_carlo_test(self, X, S, feats, model_rng):
-        """The statistic of ``X`` against its values, with the same features, on
-        samples of the model."""
+    def _monte_carlo_test(self, X, S, feats, redraw, model_rng):
+        """The statistic of ``X`` against its values on samples of the model, with the
+        fitted features or with features drawn on each sample from the same stream
+        (``redraw``) at the length scale of those of ``X``."""
         n, d = X.shape
         n_draws = int(self._n_draws("monte-carlo"))
         stat, shift = self._statistic(X, S, feats)
         log_null = np.empty(n_draws)
         for b, child in enumerate(model_rng.spawn(n_draws)):
             Y, SY = model_sample(self.model, n, d, child)
-            value, shift_y = self._statistic(Y, SY, feats)
+            fY = feats if redraw is None else self._draw(Y, copy.deepcopy(redraw), feats.scale)
+            value, shift_y = self._statistic(Y, SY, fY)
             with np.errstate(divide="ignore"):
                 log_null[b] = np.log(value) + 2.0 * shift_y
         with np.errstate(over="ignore", under="ignore"):
             null = np.exp(log_null - 2.0 * shift)
-        drawn = ("fitted features" if is_fitted(self)
-                 else f"features drawn on {REFERENCE_ROWS} model samples")
+        drawn = ("fitted features" if redraw is None
+                 else f"features drawn on each sample at length scale {feats.scale:.4g}")
         return self._result(stat, null, shift, n, feats, "monte-carlo",
                             f"Monte Carlo null: {n_draws} model samples of size {n}, {drawn}")
 
