@@ -136,6 +136,16 @@ def check_samples(X, name="X", min_samples=2):
     under Array API dispatch is refused (:func:`refuse_device_array`), as is a masked
     array with masked entries (:func:`refuse_masked`).
     """
+    if (type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2
+            and X.flags.c_contiguous and X.shape[0] >= min_samples and X.shape[1] >= 1):
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = X.sum()
+        if np.isfinite(total):
+            # what check_array returns for such an array (X itself), without its
+            # overhead (0.1 ms a call, a fifth of a Monte Carlo null's time on small
+            # samples); a sum that is not finite (a NaN, an infinity, or an overflow)
+            # takes the full check
+            return X
     refuse_device_array(X, name)
     refuse_masked(X, name)
     with named_errors(name):

@@ -335,3 +335,27 @@ def test_masked_entries_of_particles_and_discrete_data_are_refused_by_name():
 def test_a_masked_array_without_masked_entries_is_its_data():
     M = np.ma.masked_array(X, mask=np.zeros(X.shape, dtype=bool))
     assert ksd(M, G) == ksd(X, G)
+
+
+def test_check_samples_fast_path_returns_what_check_array_returns():
+    # a C-ordered float64 array with a finite sum comes back itself, as from
+    # scikit-learn's check_array; a sum that overflows takes the full check, which
+    # accepts the finite entries; NaN, infinities, too few rows or no column are refused
+    from sklearn.utils import check_array
+
+    from skstein._validation import check_samples
+
+    X = np.random.default_rng(0).standard_normal((5, 3))
+    assert check_samples(X) is X and check_array(X, dtype=np.float64, order="C") is X
+    big = np.array([[1e308, 1e308], [1.0, 1.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(check_samples(big), big)
+    for bad, match in [(np.array([[np.nan, 1.0], [1.0, 1.0]]), "NaN"),
+                       (np.array([[np.inf, 1.0], [1.0, 1.0]]), "infinity"),
+                       (np.ones((1, 2)), "minimum of 2"), (np.ones((3, 0)), "feature")]:
+        with pytest.raises(ValueError, match=match):
+            check_samples(bad)
+    F = np.asfortranarray(X)
+    out = check_samples(F)
+    assert out.flags.c_contiguous and np.array_equal(out, X)
