@@ -908,6 +908,10 @@ def whitening(X):
                          "rescale X.")
     w, V = np.linalg.eigh(C)
     if not (np.all(np.isfinite(w)) and w[-1] > 0):
+        if top > 0.0:  # distinct rows whose squared deviations underflow
+            raise ValueError(f"the covariance of X underflows float64 (its rows deviate "
+                             f"from their mean by at most {top:.3g}), so X cannot be "
+                             "whitened; rescale X.")
         raise ValueError("all samples coincide (X has no two distinct rows), so X cannot "
                          "be whitened.")
     flat = flat_directions(X, V.T)

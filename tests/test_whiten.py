@@ -40,6 +40,10 @@ def test_whitening_maps_samples_and_scores(rng):
 def test_whitening_rejects_coincident_samples():
     with pytest.raises(ValueError, match="coincide"):
         whitening(np.ones((10, 3)))
+    # distinct rows whose covariance underflows are not called coincident
+    X = np.random.default_rng(0).standard_normal((10, 3)) * 1e-200
+    with pytest.raises(ValueError, match="covariance of X underflows float64"):
+        whitening(X)
 
 
 @pytest.mark.parametrize("bandwidth", ["median", "aggregate", 0.7])
