@@ -1,12 +1,14 @@
-"""``whiten="auto"``, the default of ``KSDTest`` and ``MaxSKSDTest``, against the
-data's coordinates alone.
+"""``whiten="auto"``, the default of ``KSDTest``, ``MaxSKSDTest`` and
+``PolynomialKSDTest``, against the data's coordinates alone.
 
 ``KSDTest(whiten="auto")`` adds the whitened geometry to the aggregated collection
 when the Ledoit-Wolf covariance of the tested sample has a condition number of at
 least :data:`skstein.kernels.AUTO_WHITEN_CONDITION` (4), and is ``whiten=False``
 otherwise (the same numbers); ``MaxSKSDTest(whiten="auto")`` searches in both
 geometries when its training sample is anisotropic (``--test maxsksd``; the share
-printed is then that of the whole samples, a guide to the training parts').
+printed is then that of the whole samples, a guide to the training parts');
+``PolynomialKSDTest(whiten="auto")`` takes the whitened coordinates alone there
+(``--test polynomial``; a shift, which its kernel hardly sees, is no test of it).
 Printed: rejection rates at alpha = 0.05 over ``--trials`` data sets of ``--n``
 points in ``--d`` dimensions, for ``whiten=False`` and the default, and the share of
 the data sets on which the default whitened.
@@ -25,7 +27,7 @@ Cases, models and data in a random rotation (``--seed``):
   default whitens in no trial and gives the same numbers as ``whiten=False``.
 
 Run: ``python benchmarks/bench_whiten_auto.py [--d 5] [--n 300] [--trials 200]
-[--seed 808] [--test ksd] [--n-jobs -1]``
+[--seed 808] [--test ksd|maxsksd|polynomial] [--n-jobs -1]``
 """
 
 import argparse
@@ -34,7 +36,7 @@ import warnings
 import numpy as np
 from scipy.stats import ortho_group
 
-from skstein import KSDTest, MaxSKSDTest
+from skstein import KSDTest, MaxSKSDTest, PolynomialKSDTest
 from skstein.distributions import AffineTransformed, Gaussian, GaussianMixture, StudentT
 from skstein.experiments import rejection_rate
 from skstein.kernels import AUTO_WHITEN_CONDITION, whitening, whitening_condition
@@ -96,13 +98,13 @@ def main():
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--seed", type=int, default=808)
-    ap.add_argument("--test", choices=("ksd", "maxsksd"), default="ksd")
+    ap.add_argument("--test", choices=("ksd", "maxsksd", "polynomial"), default="ksd")
     ap.add_argument("--n-jobs", type=int, default=-1)
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     Q = ortho_group.rvs(args.d, random_state=args.seed)
     kw = dict(n_trials=args.trials, random_state=args.seed, n_jobs=args.n_jobs, verbose=False)
-    cls = KSDTest if args.test == "ksd" else MaxSKSDTest
+    cls = {"ksd": KSDTest, "maxsksd": MaxSKSDTest, "polynomial": PolynomialKSDTest}[args.test]
     print(f"{cls.__name__}, D = {args.d}, n = {args.n}, {args.trials} trials, "
           f"seed {args.seed}; "
           "rates with whiten=False / the default 'auto'; share of data sets whitened")

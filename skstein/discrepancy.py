@@ -46,6 +46,7 @@ from ._validation import (check_bool, check_choice, check_positive_float, check_
 from .kernels import (
     KERNELS,
     bandwidth_factor_grid,
+    auto_whitening,
     bandwidth_grid,
     check_bandwidth,
     check_min_median,
@@ -1072,7 +1073,9 @@ def polynomial_coordinates(X, whiten=False):
 
     Returns ``(c, A, B, c2)``: the mean ``c``; ``A`` (d x d) with the rows of ``(X - c)
     @ A`` of unit mean squared norm (``A`` a multiple of the identity; with ``whiten``,
-    the Ledoit-Wolf whitening of :func:`~skstein.kernels.whitening` so scaled); ``B``
+    the Ledoit-Wolf whitening of :func:`~skstein.kernels.whitening` so scaled; with
+    ``whiten="auto"``, that whitening where :func:`~skstein.kernels.auto_whitening`
+    takes it: an anisotropic ``X``); ``B``
     maps the scores to those coordinates (``S @ B``, :math:`A B^\top = I`); and the
     saturation ``c2``, the squared radius where the mapped sample's squared radii end
     (their mean 1 plus the width of :func:`radial_scale`, :math:`\sqrt{2 \ln n}`
@@ -1080,13 +1083,19 @@ def polynomial_coordinates(X, whiten=False):
     does not change when ``A`` is multiplied by a number (the Stein matrix is multiplied by a
     power of it), so the scaling only keeps the products in range.
     """
+    return polynomial_frame(X, whiten)[:4]
+
+
+def polynomial_frame(X, whiten=False):
+    """:func:`polynomial_coordinates` ``(c, A, B, c2)`` and whether ``A`` whitens."""
     d = X.shape[1]
     c = X.mean(axis=0)
     Xc = X - c
-    if whiten:
-        A, B = whitening(X)
+    if isinstance(whiten, str) and whiten == "auto":
+        white = auto_whitening(X)
     else:
-        A, B = np.eye(d), np.eye(d)
+        white = whitening(X) if whiten else None
+    A, B = white if white is not None else (np.eye(d), np.eye(d))
     Y = Xc @ A
     top = float(np.max(np.abs(Y))) if Y.size else 0.0
     if not np.isfinite(top):
@@ -1099,7 +1108,7 @@ def polynomial_coordinates(X, whiten=False):
     rho = top * math.sqrt(float(np.mean(np.einsum("ij,ij->i", Y / top, Y / top))))
     A, B = A / rho, B * rho
     mean, width = radial_scale(Xc @ A)  # the mean is 1
-    return c, A, B, mean + width
+    return c, A, B, mean + width, white is not None
 
 
 def _polynomial_point_terms(Z, SZ, degree, c2):
