@@ -265,7 +265,7 @@ def test_relative_ksd_aggregates_both_geometries(rng):
     X = q.rvs(200, random_state=rng)
     kw = dict(n_bandwidths=4, random_state=4)
     both = RelativeKSDTest(p, q, whiten="aggregate", **kw).test(X)
-    euclid = RelativeKSDTest(p, q, **kw).test(X)
+    euclid = RelativeKSDTest(p, q, whiten=False, **kw).test(X)
     white = RelativeKSDTest(p, q, whiten=True, **kw).test(X)
     assert both.labels == ("euclidean",) * 4 + ("whitened",) * 4
     np.testing.assert_allclose(both.zscores, np.r_[euclid.zscores, white.zscores], rtol=1e-10)
@@ -307,6 +307,49 @@ def test_relative_whiten_validation_names_the_argument(rng):
     cat = Categorical(np.full((3, 4), 0.25))
     with pytest.raises(ValueError, match="whiten"):
         RelativeKSDTest(cat, cat, whiten=True).test(rng.integers(0, 4, size=(50, 3)))
+
+
+def test_relative_auto_whitening_follows_the_data(rng):
+    p, q = _two_models()
+    X = q.rvs(200, random_state=rng)
+    kw = dict(n_bandwidths=4, random_state=4)
+    # anisotropic data: the KSD's own collection in both geometries, as "aggregate"
+    auto = RelativeKSDTest(p, q, **kw)
+    assert auto.test(X) == RelativeKSDTest(p, q, whiten="aggregate", **kw).test(X)
+    assert "2 geometries" in auto.test(X).method
+    assert auto.fit(X).whitening_ is not None and "whitened" in auto.geometries_
+    # a single bandwidth stays in the data's units
+    for bandwidth in ("median", 0.8):
+        one = RelativeKSDTest(p, q, bandwidth=bandwidth, **kw).test(X)
+        assert one == RelativeKSDTest(p, q, bandwidth=bandwidth, whiten=False, **kw).test(X)
+    # the maxSKSD comparison: each model's directions learned in both coordinates,
+    # those of the data's coordinates first (as whiten=False learns them)
+    mkw = dict(discrepancy="maxsksd", random_state=2)
+    res = RelativeKSDTest(p, q, **mkw).test(X)
+    assert "whitened" in res.method and np.isfinite(res.zscore)
+    fitted = RelativeKSDTest(p, q, **mkw).fit(X[:100])
+    plain = RelativeKSDTest(p, q, whiten=False, **mkw).fit(X[:100])
+    white = RelativeKSDTest(p, q, whiten=True, **mkw).fit(X[:100])
+    assert fitted.whitening_ is not None
+    for both, one, other in zip(fitted.directions_, plain.directions_, white.directions_):
+        k = one[0].shape[0]
+        assert both[0].shape[0] == k + other[0].shape[0]
+        np.testing.assert_array_equal(both[0][:k], one[0])
+        np.testing.assert_array_equal(both[1][:k], one[1])
+        np.testing.assert_array_equal(both[2][:k], one[2])
+    assert np.isfinite(fitted.test(X[100:]).zscore)
+    # isotropic data: the data's coordinates, the same numbers as whiten=False
+    iso, shifted = Gaussian(np.zeros(4)), Gaussian(np.full(4, 0.2))
+    Z = rng.standard_normal((200, 4))
+    for params in (kw, mkw):
+        r = RelativeKSDTest(shifted, iso, **params).test(Z)
+        assert r == RelativeKSDTest(shifted, iso, whiten=False, **params).test(Z)
+        assert "whitened" not in r.method and "geometries" not in r.method
+    # a discrete model takes "auto" as its own coordinates
+    cat = Categorical(np.full((3, 4), 0.25))
+    res = RelativeKSDTest(cat, Categorical(np.full((3, 4), 0.25)), random_state=0).test(
+        rng.integers(0, 4, size=(50, 3)))
+    assert res.degenerate or np.isfinite(res.zscore)
 
 
 def test_whitening_condition_is_the_ledoit_wolf_condition_number(rng):
