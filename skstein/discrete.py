@@ -67,7 +67,9 @@ from scipy.spatial.distance import cdist, pdist
 from ._validation import check_discrete_samples
 from ._threads import numba_threads
 from ._numba.discrete import BARKER, BOW, DIFFERENCE, ONEHOT
-from ._numba.discrete import discrete_stein_block, discrete_stein_diag
+from ._numba.discrete import discrete_stein_block, discrete_stein_diag, onehot_stein_multi_block
+from ._bootstrap import bootstrap_forms
+from ._threads import single_blas
 from ._random import as_generator
 from ._validation import check_choice, check_model_dim, check_positive_int, sklearn_model_hint
 from .discrepancy import DEFAULT_MAX_MEMORY, SteinSums, _block_rows, upper_block_sums
@@ -76,7 +78,8 @@ from .kernels import GRID_QUANTILE, _positive_median, _subsample, make_kernel
 __all__ = ["OPERATORS", "DEFAULT_OPERATOR", "DISCRETE_KERNELS", "DiscreteKernel",
            "is_discrete_model", "resolve_operator", "model_n_values", "check_discrete_samples",
            "discrete_median_bandwidth", "resolve_discrete_bandwidth", "operator_coefficients",
-           "discrete_stein_sums", "discrete_stein_row_blocks", "discrete_ksd",
+           "discrete_stein_sums", "discrete_stein_sums_many", "discrete_stein_row_blocks",
+           "discrete_ksd",
            "discrete_stein_matrix", "bag_of_words"]
 
 #: The discrete Stein operators.
@@ -633,6 +636,82 @@ def discrete_stein_row_blocks(X, C, kernel, operator, n_values, *,
         b = min(n, a + rows)
         H, _ = ps.block(a, 0, b - a, n, False)
         yield a, b, H
+
+
+def discrete_stein_sums_many(X, C, kernels, operator, n_values, V=None, *,
+                             max_memory=DEFAULT_MAX_MEMORY):
+    r"""The discrete Stein passes of several one-hot kernels at once (and their forms).
+
+    A shift moves one coordinate, so each of a pair's kernel values is the profile at
+    its Hamming distance ``d`` or at ``d - 1`` or ``d + 1``, and its Stein kernel value
+    is linear in those three values with coefficients that do not depend on the kernel
+    (:func:`skstein._numba.discrete.onehot_coefficients`). One pass over the pairs
+    computes the coefficients and every kernel's value: the aggregated test's ten
+    bandwidths cost about one pass instead of ten.
+
+    Parameters
+    ----------
+    X, C, operator, n_values
+        As for :func:`discrete_stein_sums`.
+    kernels : sequence of DiscreteKernel
+        One-hot kernels (``"rbf"``, ``"imq"``).
+    V : ndarray (M, n) or None
+        Bootstrap weights, one row per draw: the off-diagonal forms :math:`v_m^\top H
+        v_m` of each kernel's Stein matrix are accumulated block by block.
+    max_memory : int
+        Bytes of the block of rows of the upper triangle held for all kernels.
+
+    Returns
+    -------
+    sums : list of skstein.discrepancy.SteinSums
+        One per kernel (without the matrix).
+    forms : ndarray (M, len(kernels)) or None
+        The forms, with ``V``.
+    """
+    if any(k.embedding != "onehot" for k in kernels):
+        raise ValueError("discrete_stein_sums_many takes one-hot kernels ('rbf', 'imq').")
+    n, d = X.shape
+    K = len(kernels)
+    passes = [_prepare_pass(X, C, k, operator, n_values) for k in kernels]
+    first = passes[0]
+    ktabs = np.ascontiguousarray(np.stack([k.table(2 * d + 2) for k in kernels]))
+    rowsums = np.zeros((K, n))
+    totals = np.zeros(K)
+    forms = None if V is None else np.zeros((V.shape[0], K))
+    if V is not None:
+        V = np.ascontiguousarray(V, dtype=np.float64)
+    rows = _block_rows(n, n, max_memory, n_arrays=K)
+    for a in range(0, n, rows):
+        b = min(n, a + rows)
+        out = np.empty((K, b - a, n - a))
+        rowsum = np.empty((K, b - a))
+        with first.threads(b - a, n - a):
+            onehot_stein_multi_block(first.op, X, first.nvals, first.A, first.B, ktabs, a,
+                                     out, rowsum)
+        for k in range(K):
+            rowsums[k, a:b] += rowsum[k]
+            rowsums[k, a:] += out[k].sum(axis=0)
+            totals[k] += 2.0 * float(np.sum(rowsum[k]))
+            if V is not None:
+                forms[:, k] += _upper_rows_forms(out[k], V, a)
+    sums = [SteinSums(n, float(totals[k]), ps.diag(), rowsums[k].copy(), None)
+            for k, ps in enumerate(passes)]
+    return sums, forms
+
+
+def _upper_rows_forms(H, V, a):
+    """The share of rows ``a:a + r`` of a strict upper triangle ``U`` (``H``: those rows
+    from column ``a`` on) in the forms :math:`2 v_m^\top U v_m`: the triangle of the
+    rows' own columns by :func:`~skstein._bootstrap.bootstrap_forms`, the rectangle
+    right of it by one product (one-thread BLAS: the same numbers for any number of
+    threads)."""
+    r = H.shape[0]
+    out = bootstrap_forms(np.ascontiguousarray(H[:, :r]), V[:, a:a + r])
+    if H.shape[1] > r:
+        with single_blas():
+            P = V[:, a + r:] @ H[:, r:].T
+        out += 2.0 * np.einsum("mi,mi->m", P, V[:, a:a + r])
+    return out
 
 
 def prepare_discrete(X, model, kernel, bandwidth, kernel_params, random_state, name="model"):

@@ -82,7 +82,8 @@ def _discrete():
 
     p = np.full((3, 4), 0.25)
     X = np.random.default_rng(0).integers(0, 4, size=(200, 3))
-    KSDTest(Categorical(p), n_bootstrap=100, random_state=0).test(X)
+    KSDTest(Categorical(p), n_bootstrap=100, random_state=0).test(X)   # all bandwidths at once
+    KSDTest(Categorical(p), bandwidth="median", n_bootstrap=100, random_state=0).test(X)
 
 
 #: The families: a small use of each, which compiles (or loads) its kernels.
@@ -100,7 +101,7 @@ _MARKERS = {
     "relative": [("stein", "stein_pass_blocks")],
     "svgd": [("svgd", "svgd_field_serial"), ("svgd", "svgd_field"),
              ("svgd", "sliced_svgd_terms_tiled"), ("svgd", "adagrad_step_chunks")],
-    "discrete": [("discrete", "discrete_stein_block")],
+    "discrete": [("discrete", "discrete_stein_block"), ("discrete", "onehot_stein_multi_block")],
 }
 
 

@@ -118,6 +118,54 @@ def test_sums_blocks_and_threads_agree(operator, kernel):
     np.testing.assert_array_equal(serial.diag, full.diag)
 
 
+@pytest.mark.parametrize("operator", OPERATORS)
+@pytest.mark.parametrize("L", [2, 4])
+def test_one_pass_over_many_kernels_matches_the_loop(operator, L):
+    # every one-hot kernel's sums and forms from one pass over the pairs: against the
+    # slow loop of the operator's definition, for any block size and thread count
+    # (L = 2: a shift by +1 and by -1 land on the same value)
+    from skstein._bootstrap import bootstrap_forms, bootstrap_weights
+    from skstein.discrete import discrete_stein_sums_many
+
+    rng = np.random.default_rng(5)
+    p = _categorical(rng, 5, L)
+    nvals = np.full(5, L)
+    X = p.rvs(41, random_state=6)
+    X[1] = X[0]   # a pair at Hamming distance 0
+    C, _ = operator_coefficients(p, X, operator)
+    kernels = [DiscreteKernel("rbf", 0.7), DiscreteKernel("imq", 1.5, {"beta": -0.3}),
+               DiscreteKernel("rbf", 4.0)]
+    V = bootstrap_weights("rademacher", 41, 30, np.random.default_rng(7))
+    sums, forms = discrete_stein_sums_many(X, C, kernels, operator, nvals, V)
+    for k, kern in enumerate(kernels):
+        R = stein_matrix_loop(X, C, operator, kern, nvals)
+        off = R - np.diag(np.diag(R))
+        scale = np.abs(R).max()
+        np.testing.assert_allclose(sums[k].diag, np.diag(R), rtol=1e-12, atol=1e-13 * scale)
+        np.testing.assert_allclose(sums[k].rowsums, off.sum(axis=1), rtol=1e-11,
+                                   atol=1e-11 * scale)
+        np.testing.assert_allclose(sums[k].offdiag_sum, off.sum(), rtol=1e-11,
+                                   atol=1e-10 * scale)
+        np.testing.assert_allclose(forms[:, k], bootstrap_forms(np.triu(off, 1), V),
+                                   rtol=1e-10, atol=1e-10 * scale)
+    for memory in (8 * 41 * 3 * 4, 8 * 41 * 3 * 15):   # blocks of 4 and of 15 rows
+        blocked, bforms = discrete_stein_sums_many(X, C, kernels, operator, nvals, V,
+                                                   max_memory=memory)
+        for k in range(len(kernels)):
+            np.testing.assert_allclose(blocked[k].rowsums, sums[k].rowsums, rtol=1e-12,
+                                       atol=1e-12 * np.abs(sums[k].rowsums).max())
+        np.testing.assert_allclose(bforms, forms, rtol=1e-10, atol=1e-10 * np.abs(forms).max())
+    with numba_threads(1):
+        serial, sforms = discrete_stein_sums_many(X, C, kernels, operator, nvals, V)
+    for a, b in zip(serial, sums):
+        np.testing.assert_array_equal(a.rowsums, b.rowsums)
+        assert a.offdiag_sum == b.offdiag_sum
+    np.testing.assert_array_equal(sforms, forms)
+    with pytest.raises(ValueError, match="one-hot"):
+        discrete_stein_sums_many(X, C, [DiscreteKernel("rbf-bow", 1.0)], operator,
+                                 np.full(5, 5))
+
+
 def test_bootstrap_accepts_discrete_sums_and_row_blocks():
     rng = np.random.default_rng(5)
     p = _categorical(rng, 5, 4)

@@ -39,6 +39,38 @@ def test_ksd_test_picks_operator_from_model_and_override():
     assert clone(est).operator == "difference"
 
 
+@pytest.mark.parametrize("statistic", ["u", "v"])
+def test_aggregated_test_computes_its_kernels_in_one_pass(statistic):
+    # the default collection of one-hot kernels shares one pass over the pairs; its
+    # statistics and bootstrap forms are those of one pass per kernel, and so are the
+    # p-values and the decision
+    from skstein._bootstrap import bootstrap_weights
+    from skstein.discrete import discrete_stein_sums_many, operator_coefficients
+    from skstein.gof import _discrete
+
+    p = _null_model()
+    X = _perturbed(p, 1.5).rvs(90, random_state=4)
+    est = KSDTest(p, statistic=statistic, n_bootstrap=199, random_state=2).fit(X)
+    C, _ = operator_coefficients(p, X, "zanella-barker")
+    nvals = np.full(5, 4)
+    boot_rng = np.random.default_rng(2).spawn(2)[1]   # the test's bootstrap stream
+    V = bootstrap_weights("rademacher", 90, 199, boot_rng, statistic)
+    stats, null = _discrete._kernel_by_kernel(est, X, nvals, est.kernel_, "zanella-barker",
+                                              C, V)
+    many, forms = discrete_stein_sums_many(X, C, est.kernel_, "zanella-barker", nvals, V)
+    np.testing.assert_allclose([s.statistic(statistic) for s in many], stats, rtol=1e-12)
+    if statistic == "v":
+        forms += (V * V) @ np.column_stack([s.diag for s in many])
+    np.testing.assert_allclose(forms, null, rtol=1e-10, atol=1e-12 * np.abs(null).max())
+    res = est.test(X)
+    kw = dict(alpha=0.05, n_samples=90, bootstrap="rademacher", n_bootstrap=199)
+    ref = _discrete.aggregated_result(stats, null, "", [k.bandwidth for k in est.kernel_],
+                                      **kw)
+    assert res.bootstrap == "rademacher"
+    assert res.pvalue == ref.pvalue and res.reject == ref.reject
+    np.testing.assert_allclose(res.statistics, stats, rtol=1e-12)
+
+
 def test_ksd_test_fit_then_test_equals_test():
     p = _null_model()
     X = p.rvs(60, random_state=2)

@@ -310,3 +310,176 @@ def discrete_stein_diag(op, emb, X, nvals, A, B, ktab, nc, out):
                 cx[X[i, j]] += 1
         out[i] = _pair(op, emb, X, nvals, A, B, ktab, nc, cx, cy, i, i)
     return out
+
+
+@njit(cache=True)
+def onehot_coefficients(op, xi, xl, nvals, ai, bi, al, bl, c):
+    r"""The Hamming distance ``d`` of one pair, and in ``c`` the coefficients of
+    :math:`\kappa(2(d - 1))`, :math:`\kappa(2d)` and :math:`\kappa(2(d + 1))` in its Stein
+    kernel value (one-hot embedding).
+
+    A shift moves one coordinate, so every kernel value of :func:`pair_onehot` is the
+    profile at one of these three distances, and the pair's Stein kernel value is
+    linear in them: ``c[0] kappa(2(d-1)) + c[1] kappa(2d) + c[2] kappa(2(d+1))``, with
+    coefficients that do not depend on the bandwidth (``c[0]`` is zero when ``d = 0``).
+    Coordinate ``j``'s kernel values sit at distance ``d_j + [shifted values differ]``
+    with ``d_j = d - [x_j != y_j]``: its terms whose shifted values agree go to ``d_j``,
+    the others to ``d_j + 1`` (the unshifted value ``k00`` is at ``d``).
+    """
+    D = xi.shape[0]
+    d = 0
+    for j in range(D):
+        d += _ne(xi[j], xl[j])
+    cm = 0.0
+    c0 = 0.0
+    cp = 0.0
+    for j in range(D):
+        L = nvals[j]
+        u = xi[j]
+        v = xl[j]
+        um = cyclic_shift(u, -1, L)
+        vm = cyclic_shift(v, -1, L)
+        same = 0.0   # the coefficients of this coordinate's values at d_j
+        apart = 0.0  # ... and at d_j + 1
+        if op == DIFFERENCE:
+            s = ai[j]
+            t = al[j]
+            c0 += s * t + s + t + 1.0   # k00, at distance d
+            w = -s - 1.0
+            if u == vm:
+                same += w
+            else:
+                apart += w
+            w = -t - 1.0
+            if um == v:
+                same += w
+            else:
+                apart += w
+            if um == vm:
+                same += 1.0
+            else:
+                apart += 1.0
+        else:
+            up = cyclic_shift(u, 1, L)
+            vp = cyclic_shift(v, 1, L)
+            wp = ai[j]
+            wm = bi[j]
+            vpw = al[j]
+            vmw = bl[j]
+            sa = wp + wm
+            sb = vpw + vmw
+            c0 += sa * sb   # k00, at distance d
+            w = wp * vpw
+            if up == vp:
+                same += w
+            else:
+                apart += w
+            w = wp * vmw
+            if up == vm:
+                same += w
+            else:
+                apart += w
+            w = wm * vpw
+            if um == vp:
+                same += w
+            else:
+                apart += w
+            w = wm * vmw
+            if um == vm:
+                same += w
+            else:
+                apart += w
+            w = -sb * wp
+            if up == v:
+                same += w
+            else:
+                apart += w
+            w = -sb * wm
+            if um == v:
+                same += w
+            else:
+                apart += w
+            w = -sa * vpw
+            if u == vp:
+                same += w
+            else:
+                apart += w
+            w = -sa * vmw
+            if u == vm:
+                same += w
+            else:
+                apart += w
+        if u == v:   # d_j = d
+            c0 += same
+            cp += apart
+        else:        # d_j = d - 1
+            cm += same
+            c0 += apart
+    c[0] = cm
+    c[1] = c0
+    c[2] = cp
+    return d
+
+
+@njit(cache=True)
+def _multi_row(op, X, nvals, A, B, ktabs, c, bi, row0, out, rowsum):
+    """Row ``bi`` of :func:`onehot_stein_multi_block` (columns ``row0 + bi + 1`` on)."""
+    i = row0 + bi
+    K = ktabs.shape[0]
+    n = X.shape[0]
+    width = out.shape[2]
+    start = i - row0 + 1   # the first column (relative to row0) above the diagonal
+    for k in range(K):
+        for bj in range(min(start, width)):
+            out[k, bi, bj] = 0.0
+        rowsum[k, bi] = 0.0
+    for col in range(i + 1, n):
+        d = onehot_coefficients(op, X[i], X[col], nvals, A[i], B[i], A[col], B[col], c)
+        lo = 2 * d - 2 if d > 0 else 0
+        bj = col - row0
+        for k in range(K):
+            h = c[0] * ktabs[k, lo] + c[1] * ktabs[k, 2 * d] + c[2] * ktabs[k, 2 * d + 2]
+            out[k, bi, bj] = h
+            rowsum[k, bi] += h
+
+
+@njit(cache=True, parallel=PARALLEL)
+def onehot_stein_multi_block(op, X, nvals, A, B, ktabs, row0, out, rowsum):
+    """Rows ``row0 + bi`` of the strict upper triangle of the one-hot Stein matrix under
+    each kernel of ``ktabs`` at once, from column ``row0`` on.
+
+    Each pair's bandwidth-free coefficients (:func:`onehot_coefficients`) are computed
+    once and combined with every kernel's profile: the cost of one kernel's pass plus
+    three products per pair and kernel.
+
+    Parameters
+    ----------
+    op, X, nvals, A, B
+        As in :func:`discrete_stein_block` (one-hot embedding).
+    ktabs : float64 (K, T)
+        The profile of each kernel at the integer squared distances ``0, ..., T - 1``
+        (``T >= 2 D + 3``).
+    row0 : int
+        Global index of the block's first row (and column).
+    out : float64 (K, B, N - row0)
+        Output: ``out[k, bi, bj]`` is kernel ``k``'s Stein value of rows ``row0 + bi``
+        and ``row0 + bj`` for ``bj > bi``, zero elsewhere.
+    rowsum : float64 (K, B)
+        Output: each row's sum.
+
+    Notes
+    -----
+    Rows are taken in pairs ``(p, B - 1 - p)`` to even the work, as in
+    :func:`discrete_stein_block`; each iteration owns its rows, so the results are the
+    same for any number of threads.
+    """
+    nb = out.shape[1]
+    steps = (nb + 1) // 2
+    for p in prange(steps):
+        c = np.zeros(3)
+        bi = np.int64(p)
+        _multi_row(op, X, nvals, A, B, ktabs, c, bi, row0, out, rowsum)
+        q = nb - 1 - bi
+        if q != bi:
+            _multi_row(op, X, nvals, A, B, ktabs, c, q, row0, out, rowsum)
+    return rowsum

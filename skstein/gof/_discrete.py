@@ -29,6 +29,7 @@ from ..discrete import (
     discrete_kernel_collection,
     discrete_stein_row_blocks,
     discrete_stein_sums,
+    discrete_stein_sums_many,
     has_exact_ratios,
     is_discrete_kernel,
     model_n_values,
@@ -167,9 +168,29 @@ def _aggregated_test(est, X, nvals, kernels, operator, C, boot_rng):
     n = X.shape[0]
     kind = est._bootstrap_kind(n)
     V = bootstrap_weights(kind, n, est.n_bootstrap, boot_rng, est.statistic)
+    if len(kernels) > 1 and all(kern.embedding == "onehot" for kern in kernels):
+        # the one-hot kernels' passes share one pass over the pairs
+        many, null = discrete_stein_sums_many(X, C, kernels, operator, nvals, V,
+                                              max_memory=est.max_memory)
+        stats = np.array([sums.statistic(est.statistic) for sums in many])
+        if est.statistic == "v":
+            null += (V * V) @ np.column_stack([sums.diag for sums in many])
+    else:
+        stats, null = _kernel_by_kernel(est, X, nvals, kernels, operator, C, V)
+    method = (f"discrete KSD ({operator}, {kernels[0].name}, {est.statistic}-statistic, "
+              f"{kind} bootstrap, aggregated over {len(kernels)} bandwidths)")
+    return aggregated_result(stats, null, method, [kern.bandwidth for kern in kernels],
+                             alpha=est.alpha,
+                             n_samples=n, bootstrap=kind,
+                             n_bootstrap=int(est.n_bootstrap))
+
+
+def _kernel_by_kernel(est, X, nvals, kernels, operator, C, V):
+    """The statistic and bootstrap forms of each kernel, one pass each."""
+    n = X.shape[0]
     in_memory = 8 * n * n <= est.max_memory
     stats = np.empty(len(kernels))
-    null = np.zeros((est.n_bootstrap, len(kernels)))
+    null = np.zeros((V.shape[0], len(kernels)))
     for li, kern in enumerate(kernels):
         sums = discrete_stein_sums(X, C, kern, operator, nvals, return_matrix=in_memory,
                                    max_memory=est.max_memory)
@@ -182,18 +203,16 @@ def _aggregated_test(est, X, nvals, kernels, operator, C, boot_rng):
                 null[:, li] += block_forms(H, V, a, b)
         if est.statistic == "v":
             null[:, li] += (V * V) @ sums.diag
-    method = (f"discrete KSD ({operator}, {kernels[0].name}, {est.statistic}-statistic, "
-              f"{kind} bootstrap, aggregated over {len(kernels)} bandwidths)")
-    return aggregated_result(stats, null, method, [kern.bandwidth for kern in kernels],
-                             alpha=est.alpha,
-                             n_samples=n, bootstrap=kind,
-                             n_bootstrap=int(est.n_bootstrap))
+    return stats, null
 
 
 def _sums(est, X):
     """The discrete ``SteinSums`` of each kernel (one unless a collection)."""
     X, nvals, kern, operator, C = _prepare(est, X, as_generator(est.random_state))
     kernels = kern if isinstance(kern, tuple) else (kern,)
+    if len(kernels) > 1 and all(k.embedding == "onehot" for k in kernels):
+        return discrete_stein_sums_many(X, C, kernels, operator, nvals,
+                                        max_memory=est.max_memory)[0], True
     return [discrete_stein_sums(X, C, k, operator, nvals, max_memory=est.max_memory)
             for k in kernels], isinstance(kern, tuple)
 

@@ -15,6 +15,7 @@ from ..discrete import (
     DISCRETE_KERNELS,
     check_discrete_samples,
     discrete_stein_sums,
+    discrete_stein_sums_many,
     is_discrete_kernel,
     is_discrete_model,
     model_n_values,
@@ -96,6 +97,16 @@ def relative_sums(X, C_p, C_q, kernel, operator, n_values, max_memory):
             sp.rowsums - sq.rowsums, scale)
 
 
+def _collection_sums(X, C, kernels, operator, n_values, max_memory):
+    """The ``SteinSums`` of each kernel of a collection: the one-hot kernels' passes in
+    one pass over the pairs (:func:`~skstein.discrete.discrete_stein_sums_many`)."""
+    if len(kernels) > 1 and all(k.embedding == "onehot" for k in kernels):
+        return discrete_stein_sums_many(X, C, kernels, operator, n_values,
+                                        max_memory=max_memory)[0]
+    return [discrete_stein_sums(X, C, k, operator, n_values, max_memory=max_memory)
+            for k in kernels]
+
+
 def test(est, X):
     """The relative discrete KSD test on ``X``."""
     operator = discrete_operator(est)
@@ -113,9 +124,8 @@ def test(est, X):
     if isinstance(kern, tuple):  # a bandwidth collection: the max-z test
         method = (f"relative {'L' if latent else ''}KSD ({operator}, {kern[0].name}, "
                   f"{est.variance} variance, max over {len(kern)} bandwidths)")
-        kw = dict(max_memory=est.max_memory)
-        sums_p = [discrete_stein_sums(X, coefs[0], k, operator, nvals, **kw) for k in kern]
-        sums_q = [discrete_stein_sums(X, coefs[1], k, operator, nvals, **kw) for k in kern]
+        sums_p, sums_q = (_collection_sums(X, C, kern, operator, nvals, est.max_memory)
+                          for C in coefs)
         return aggregated_result(difference_sums(sums_p, sums_q, est.variance), est.alpha,
                                  method, np.array([k.bandwidth for k in kern]), est.variance,
                                  threshold_rng)
