@@ -45,8 +45,8 @@ from ._validation import (check_bool, check_choice, check_positive_float, check_
                           check_samples, evaluate_score, power_of_two_exponent)
 from .kernels import (
     KERNELS,
-    bandwidth_factor_grid,
     auto_whitening,
+    bandwidth_factor_grid,
     bandwidth_grid,
     check_bandwidth,
     check_min_median,

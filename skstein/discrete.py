@@ -65,11 +65,10 @@ from scipy import sparse
 from scipy.spatial.distance import cdist, pdist
 
 from ._validation import check_discrete_samples
-from ._threads import numba_threads
+from ._threads import numba_threads, single_blas
 from ._numba.discrete import BARKER, BOW, DIFFERENCE, ONEHOT
 from ._numba.discrete import discrete_stein_block, discrete_stein_diag, onehot_stein_multi_block
 from ._bootstrap import bootstrap_forms
-from ._threads import single_blas
 from ._random import as_generator
 from ._validation import check_choice, check_model_dim, check_positive_int, sklearn_model_hint
 from .discrepancy import DEFAULT_MAX_MEMORY, SteinSums, _block_rows, upper_block_sums
@@ -651,10 +650,13 @@ def discrete_stein_sums_many(X, C, kernels, operator, n_values, V=None, *,
 
     Parameters
     ----------
-    X, C, operator, n_values
-        As for :func:`discrete_stein_sums`.
+    X : int64 ndarray (n, D)
+    C : ndarray (1, n, D) or (2, n, D)
+        From :func:`operator_coefficients`.
     kernels : sequence of DiscreteKernel
         One-hot kernels (``"rbf"``, ``"imq"``).
+    operator : {"difference", "zanella-barker"}
+    n_values : int64 ndarray (D,)
     V : ndarray (M, n) or None
         Bootstrap weights, one row per draw: the off-diagonal forms :math:`v_m^\top H
         v_m` of each kernel's Stein matrix are accumulated block by block.
