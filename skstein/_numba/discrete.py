@@ -312,6 +312,15 @@ def discrete_stein_diag(op, emb, X, nvals, A, B, ktab, nc, out):
     return out
 
 
+@njit(cache=True, inline="always")
+def _split(same, apart, agree, w):
+    """``(same, apart)`` with ``w`` added to ``same`` where the shifted values agree,
+    else to ``apart``."""
+    if agree:
+        return same + w, apart
+    return same, apart + w
+
+
 @njit(cache=True)
 def onehot_coefficients(op, xi, xl, nvals, ai, bi, al, bl, c):
     r"""The Hamming distance ``d`` of one pair, and in ``c`` the coefficients of
@@ -345,20 +354,9 @@ def onehot_coefficients(op, xi, xl, nvals, ai, bi, al, bl, c):
             s = ai[j]
             t = al[j]
             c0 += s * t + s + t + 1.0   # k00, at distance d
-            w = -s - 1.0
-            if u == vm:
-                same += w
-            else:
-                apart += w
-            w = -t - 1.0
-            if um == v:
-                same += w
-            else:
-                apart += w
-            if um == vm:
-                same += 1.0
-            else:
-                apart += 1.0
+            same, apart = _split(same, apart, u == vm, -s - 1.0)
+            same, apart = _split(same, apart, um == v, -t - 1.0)
+            same, apart = _split(same, apart, um == vm, 1.0)
         else:
             up = cyclic_shift(u, 1, L)
             vp = cyclic_shift(v, 1, L)
@@ -369,46 +367,14 @@ def onehot_coefficients(op, xi, xl, nvals, ai, bi, al, bl, c):
             sa = wp + wm
             sb = vpw + vmw
             c0 += sa * sb   # k00, at distance d
-            w = wp * vpw
-            if up == vp:
-                same += w
-            else:
-                apart += w
-            w = wp * vmw
-            if up == vm:
-                same += w
-            else:
-                apart += w
-            w = wm * vpw
-            if um == vp:
-                same += w
-            else:
-                apart += w
-            w = wm * vmw
-            if um == vm:
-                same += w
-            else:
-                apart += w
-            w = -sb * wp
-            if up == v:
-                same += w
-            else:
-                apart += w
-            w = -sb * wm
-            if um == v:
-                same += w
-            else:
-                apart += w
-            w = -sa * vpw
-            if u == vp:
-                same += w
-            else:
-                apart += w
-            w = -sa * vmw
-            if u == vm:
-                same += w
-            else:
-                apart += w
+            same, apart = _split(same, apart, up == vp, wp * vpw)
+            same, apart = _split(same, apart, up == vm, wp * vmw)
+            same, apart = _split(same, apart, um == vp, wm * vpw)
+            same, apart = _split(same, apart, um == vm, wm * vmw)
+            same, apart = _split(same, apart, up == v, -sb * wp)
+            same, apart = _split(same, apart, um == v, -sb * wm)
+            same, apart = _split(same, apart, u == vp, -sa * vpw)
+            same, apart = _split(same, apart, u == vm, -sa * vmw)
         if u == v:   # d_j = d
             c0 += same
             cp += apart
