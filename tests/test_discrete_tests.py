@@ -222,6 +222,29 @@ def test_relative_discrete_level_at_tie_and_power(operator, floor):
 
 
 @pytest.mark.slow
+def test_relative_discrete_collection_shares_one_pass(monkeypatch):
+    # the aggregated discrete comparison computes its one-hot kernels in one pass over
+    # the pairs: the same z-scores and decision as one pass per kernel
+    from skstein.discrete import discrete_stein_sums
+    from skstein.relative import _discrete as rel
+
+    p = _null_model(1)
+    q = _perturbed(p, 1.6)
+    X = q.rvs(120, random_state=8)
+    shared = RelativeKSDTest(p, q, random_state=4).test(X)
+
+    def one_by_one(X, C, kernels, operator, n_values, V=None, *, max_memory):
+        return [discrete_stein_sums(X, C, k, operator, n_values, max_memory=max_memory)
+                for k in kernels], None
+
+    monkeypatch.setattr(rel, "discrete_stein_sums_many", one_by_one)
+    ref = RelativeKSDTest(p, q, random_state=4).test(X)
+    assert len(shared.zscores) == 10
+    np.testing.assert_allclose(shared.zscores, ref.zscores, rtol=1e-9)
+    assert shared.pvalue == pytest.approx(ref.pvalue, abs=1e-3)
+    assert shared.reject == ref.reject
+
+
 def test_relative_discrete_aggregated_level_at_tie():
     P, Q, R = _tie_problem()
     trials, alpha = 200, 0.05
