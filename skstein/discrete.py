@@ -58,7 +58,7 @@ variance estimates take them unchanged.
 """
 
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import sparse
@@ -674,8 +674,7 @@ def discrete_stein_sums_many(X, C, kernels, operator, n_values, V=None, *,
         raise ValueError("discrete_stein_sums_many takes one-hot kernels ('rbf', 'imq').")
     n, d = X.shape
     K = len(kernels)
-    passes = [_prepare_pass(X, C, k, operator, n_values) for k in kernels]
-    first = passes[0]
+    first = _prepare_pass(X, C, kernels[0], operator, n_values)
     ktabs = np.ascontiguousarray(np.stack([k.table(2 * d + 2) for k in kernels]))
     rowsums = np.zeros((K, n))
     totals = np.zeros(K)
@@ -696,9 +695,16 @@ def discrete_stein_sums_many(X, C, kernels, operator, n_values, V=None, *,
             totals[k] += 2.0 * float(np.sum(rowsum[k]))
             if V is not None:
                 forms[:, k] += _upper_rows_forms(out[k], V, a)
-    sums = [SteinSums(n, float(totals[k]), ps.diag(), rowsums[k].copy(), None)
-            for k, ps in enumerate(passes)]
+    # each kernel's diagonal: the same pass with that kernel's table
+    sums = [SteinSums(n, float(totals[k]), replace(first, ktab=kern.table(2 * d)).diag(),
+                      rowsums[k].copy(), None) for k, kern in enumerate(kernels)]
     return sums, forms
+
+
+def shares_one_pass(kernels):
+    """Whether a collection of discrete kernels takes :func:`discrete_stein_sums_many`:
+    several kernels, all one-hot (one kernel keeps :func:`discrete_stein_sums`)."""
+    return len(kernels) > 1 and all(k.embedding == "onehot" for k in kernels)
 
 
 def _upper_rows_forms(H, V, a):

@@ -36,6 +36,7 @@ from ..discrete import (
     operator_coefficients,
     prepare_discrete,
     resolve_operator,
+    shares_one_pass,
 )
 from ._base import aggregated_result
 
@@ -168,8 +169,7 @@ def _aggregated_test(est, X, nvals, kernels, operator, C, boot_rng):
     n = X.shape[0]
     kind = est._bootstrap_kind(n)
     V = bootstrap_weights(kind, n, est.n_bootstrap, boot_rng, est.statistic)
-    if len(kernels) > 1 and all(kern.embedding == "onehot" for kern in kernels):
-        # the one-hot kernels' passes share one pass over the pairs
+    if shares_one_pass(kernels):  # the one-hot kernels' passes share one pass over the pairs
         many, null = discrete_stein_sums_many(X, C, kernels, operator, nvals, V,
                                               max_memory=est.max_memory)
         stats = np.array([sums.statistic(est.statistic) for sums in many])
@@ -210,7 +210,7 @@ def _sums(est, X):
     """The discrete ``SteinSums`` of each kernel (one unless a collection)."""
     X, nvals, kern, operator, C = _prepare(est, X, as_generator(est.random_state))
     kernels = kern if isinstance(kern, tuple) else (kern,)
-    if len(kernels) > 1 and all(k.embedding == "onehot" for k in kernels):
+    if shares_one_pass(kernels):
         return discrete_stein_sums_many(X, C, kernels, operator, nvals,
                                         max_memory=est.max_memory)[0], True
     return [discrete_stein_sums(X, C, k, operator, nvals, max_memory=est.max_memory)

@@ -21,6 +21,7 @@ from ..discrete import (
     model_n_values,
     operator_coefficients,
     resolve_operator,
+    shares_one_pass,
 )
 from ..gof._discrete import resolve_kernel, store_fit
 from ._latent import MODEL_SCORES
@@ -100,7 +101,7 @@ def relative_sums(X, C_p, C_q, kernel, operator, n_values, max_memory):
 def _collection_sums(X, C, kernels, operator, n_values, max_memory):
     """The ``SteinSums`` of each kernel of a collection: the one-hot kernels' passes in
     one pass over the pairs (:func:`~skstein.discrete.discrete_stein_sums_many`)."""
-    if len(kernels) > 1 and all(k.embedding == "onehot" for k in kernels):
+    if shares_one_pass(kernels):
         return discrete_stein_sums_many(X, C, kernels, operator, n_values,
                                         max_memory=max_memory)[0]
     return [discrete_stein_sums(X, C, k, operator, n_values, max_memory=max_memory)
