@@ -8,7 +8,7 @@ from conftest import std_normal_score
 from skstein import KSDTest, MaxSKSDTest, RelativeKSDTest, rank_samples
 from skstein.distributions import Categorical, Gaussian, GaussianMixture
 from skstein.experiments import rejection_rate
-from skstein.kernels import whitening
+from skstein.kernels import ledoit_wolf_covariance, whitening
 
 
 def _within_3_sigma(rate, alpha, trials):
@@ -35,6 +35,19 @@ def test_whitening_maps_samples_and_scores(rng):
     cov_y = A.T @ model.cov @ A
     np.testing.assert_allclose(model.grad_logpdf(X) @ B, -np.linalg.solve(cov_y, Y.T).T,
                                rtol=1e-8, atol=1e-8)
+
+
+@pytest.mark.parametrize("n, d", [(5, 1), (2, 3), (10, 3), (200, 5), (50, 100), (7, 7)])
+def test_ledoit_wolf_covariance_is_sklearns(rng, n, d):
+    from sklearn.covariance import ledoit_wolf
+
+    X = rng.standard_normal((n, d)) @ rng.standard_normal((d, d)) + 3.0
+    C = ledoit_wolf_covariance(X)
+    np.testing.assert_allclose(C, ledoit_wolf(X)[0], rtol=1e-12, atol=1e-14 * np.abs(C).max())
+    # no shrinkage where the sample covariance is a multiple of the identity (delta = 0)
+    signs = np.r_[np.eye(3), -np.eye(3)]
+    np.testing.assert_array_equal(ledoit_wolf_covariance(signs), np.eye(3) / 3)
+    np.testing.assert_allclose(ledoit_wolf(signs)[0], np.eye(3) / 3, atol=1e-15)
 
 
 def test_whitening_rejects_coincident_samples():
@@ -467,8 +480,15 @@ def test_whitening_does_not_magnify_rounding_along_flat_axes(rng):
     assert np.linalg.norm(A[:, 0]) == pytest.approx(1 / np.sqrt(w.mean()), rel=1e-12)
     # the whitened maxSKSD search meets rounding only along the flat axis, and gives
     # it the other directions' bandwidth: no bandwidth of rounding (1e-15, and a
-    # statistic of 5e30, with the shrinkage's variance). A learned direction near the
-    # flat axis has a small real spread, and the singular sample a large statistic
-    res = MaxSKSDTest(Gaussian(np.zeros(4)), whiten=True, moment=False,
-                      random_state=0).test(X)
-    assert res.reject and np.min(res.bandwidths) > 1e-6 and np.isfinite(res.statistic)
+    # statistic of 5e30, with the shrinkage's variance). The singular sample has a large
+    # statistic: the search runs towards the flat axis, where the discrepancy grows
+    # without bound, and a learned direction there keeps a small real spread (1e-14 to
+    # 1e-3 on the seeds below, each run), above the rounding of the flat axis itself
+    test = MaxSKSDTest(Gaussian(np.zeros(4)), whiten=True, moment=False, random_state=0)
+    for seed in range(3):
+        x = np.random.default_rng(seed).standard_normal((200, 1))
+        X = np.c_[x, x, 2 * np.random.default_rng(seed + 10).standard_normal((200, 2))]
+        rounding = np.ptp((X @ whitening(X)[0])[:, 0])
+        res = test.test(X)
+        assert res.reject and np.isfinite(res.statistic)
+        assert np.min(res.bandwidths) > rounding
