@@ -4,7 +4,7 @@ from scipy import stats
 
 from skstein import KSDTest
 from skstein._numba import numba_threads
-from skstein.distributions import (ICA, PPCA, AffineTransformed, BinaryRBM, Categorical,
+from skstein.distributions import (ICA, PPCA, AffineTransformed, Banana, BinaryRBM, Categorical,
                                    Distribution, GaussBernRBM, Gaussian, GaussianMixture,
                                    Laplace, StudentT, from_estimator, gaussian_diffusion,
                                    rvs_kind)
@@ -35,6 +35,8 @@ MODELS = [
     _rbm(dx=3, dh=2),
     AffineTransformed(StudentT(3, df=4), np.linalg.qr(np.arange(9.0).reshape(3, 3) ** 1.5)[0],
                       [0.5, 0.0, -1.0]),
+    Banana(3, curvature=0.7, scale=1.5),
+    Banana(3, curvature=-1.2, rotation=np.linalg.qr(np.arange(9.0).reshape(3, 3) ** 1.5)[0]),
 ]
 
 
@@ -66,6 +68,37 @@ def test_product_distributions_match_scipy():
     t = StudentT(2, df=5, loc=1.0, scale=2.0)
     np.testing.assert_allclose(t.logpdf(X), stats.t(5, loc=1.0, scale=2.0).logpdf(X).sum(1))
     assert t.rvs(40000, random_state=0).var() == pytest.approx(4 * 5 / 3, rel=0.08)
+
+
+def test_banana_is_the_twisted_gaussian():
+    # density: the Gaussian of the untwisted coordinates (unit Jacobian), rotated
+    R = np.linalg.qr(np.random.default_rng(3).standard_normal((4, 4)))[0]
+    b, s = 0.8, 1.5
+    model = Banana(4, curvature=b, scale=s, rotation=R)
+    X = np.random.default_rng(0).standard_normal((10, 4)) * 2.0
+    Z = X @ R.T
+    Y = Z.copy()
+    Y[:, 1] -= b * (Z[:, 0] ** 2 - s ** 2)
+    base = stats.multivariate_normal(np.zeros(4), np.diag([s * s, 1, 1, 1]))
+    np.testing.assert_allclose(model.logpdf(X), base.logpdf(Y), rtol=1e-12)
+    # the sampler: moments of the twisted coordinates, and the bend
+    W = model.rvs(40000, random_state=0) @ R.T
+    np.testing.assert_allclose(W.mean(0), 0.0, atol=0.05)
+    np.testing.assert_allclose(W.var(0), [s * s, 1 + 2 * b * b * s ** 4, 1, 1], rtol=0.05)
+    assert abs(np.corrcoef(W[:, 0], W[:, 1])[0, 1]) < 0.02
+    assert np.corrcoef(W[:, 0] ** 2, W[:, 1])[0, 1] > 0.9
+    # curvature 0 is the Gaussian
+    flat = Banana(3, curvature=0.0, scale=2.0)
+    np.testing.assert_allclose(flat.logpdf(X[:, :3]), Gaussian(np.zeros(3), [4.0, 1, 1])
+                               .logpdf(X[:, :3]), rtol=1e-12)
+    for kwargs, match in [({"dim": 1}, "dim must be at least 2"),
+                          ({"dim": 2, "curvature": np.inf}, "curvature"),
+                          ({"dim": 2, "curvature": "a"}, "curvature"),
+                          ({"dim": 2, "scale": 0.0}, "scale"),
+                          ({"dim": 2, "rotation": np.ones((2, 2))}, "rotation"),
+                          ({"dim": 2, "rotation": np.eye(3)}, "rotation")]:
+        with pytest.raises(ValueError, match=match):
+            Banana(**kwargs)
 
 
 def test_affine_matrix_form_is_the_linearly_mapped_gaussian():
@@ -146,7 +179,7 @@ def test_rvs_kind_says_how_each_model_samples():
     # exact samplers, Gibbs chains, and models without a sampler
     from sklearn.mixture import GaussianMixture as SkGaussianMixture
     gm = SkGaussianMixture(2, random_state=0).fit(np.random.default_rng(0).normal(size=(50, 2)))
-    exact = [Gaussian(np.zeros(2)), Laplace(2), StudentT(2, df=3), ICA(np.eye(2)),
+    exact = [Gaussian(np.zeros(2)), Laplace(2), StudentT(2, df=3), ICA(np.eye(2)), Banana(2),
              GaussianMixture([0.5, 0.5], np.eye(2), np.stack([np.eye(2)] * 2)),
              AffineTransformed(Laplace(2), [2.0, 1.0], [0.0, 1.0]), PPCA(np.ones((3, 1))),
              Categorical(np.full((2, 3), 1 / 3)), from_estimator(gm)]

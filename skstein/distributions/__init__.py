@@ -13,13 +13,13 @@ from .ica import ICA
 from ._sklearn import from_estimator
 from .mixture import AffineTransformed, GaussianMixture
 from .ppca import PPCA
-from .product import Laplace, StudentT
+from .product import Banana, Laplace, StudentT
 from .rbm import GaussBernRBM
 from .discrete import BinaryRBM, Categorical, DiscreteDistribution
 from .lda import LDA
 from .bnn import BNNPosterior
 
-__all__ = ["Distribution", "Gaussian", "gaussian_diffusion", "Laplace", "StudentT", "GaussBernRBM",
-           "PPCA", "GaussianMixture", "AffineTransformed", "from_estimator", "ICA",
+__all__ = ["Distribution", "Gaussian", "gaussian_diffusion", "Laplace", "StudentT", "Banana",
+           "GaussBernRBM", "PPCA", "GaussianMixture", "AffineTransformed", "from_estimator", "ICA",
            "Categorical", "BinaryRBM", "LDA", "DiscreteDistribution", "BNNPosterior",
            "rvs_kind"]
