@@ -9,6 +9,7 @@ from scipy.stats import ortho_group
 from skstein import KSDTest, PolynomialKSDTest
 from skstein.distributions import Gaussian, StudentT
 from skstein.experiments import rejection_rate
+from skstein.gof._polynomial import REFERENCE_DRAWS
 from skstein.discrepancy import _polynomial_diagonal as _diagonal
 from skstein.discrepancy import (
     polynomial_coordinates,
@@ -140,12 +141,30 @@ def test_invariant_under_rotation_and_scale_of_data_and_model():
     X = rng.standard_normal((400, 4))
     X[:, 0] = rng.laplace(scale=2**-0.5, size=400)
     Q = ortho_group.rvs(4, random_state=5)
-    base = PolynomialKSDTest(Gaussian(np.zeros(4)), n_bootstrap=300, random_state=1).test(X)
+    # coordinates learned on the tested sample move with it: the same test, exactly
+    kw = dict(n_bootstrap=300, random_state=1, reference="sample")
+    base = PolynomialKSDTest(Gaussian(np.zeros(4)), **kw).test(X)
     cov = 9.0 * np.eye(4)  # the model N(0, 9 Q Q^T) of the data 3 X Q^T
-    moved = PolynomialKSDTest(Gaussian(np.zeros(4), cov), n_bootstrap=300,
-                              random_state=1).test(3.0 * X @ Q.T)
+    moved = PolynomialKSDTest(Gaussian(np.zeros(4), cov), **kw).test(3.0 * X @ Q.T)
     assert moved.pvalue == base.pvalue
     assert moved.statistic == pytest.approx(base.statistic, rel=1e-9)
+    # learned on the model's draws (the default for a model that samples exactly) they
+    # move with the model's draws, not with the data: the same test up to the draws'
+    # noise, and exactly where the moved model's draws are the moved draws
+    base = PolynomialKSDTest(Gaussian(np.zeros(4)), n_bootstrap=300, random_state=1).test(X)
+    moved = PolynomialKSDTest(Gaussian(np.zeros(4), cov), n_bootstrap=300,
+                              random_state=1).test(3.0 * X @ Q.T)
+    assert moved.statistic == pytest.approx(base.statistic, rel=0.1)
+    assert abs(moved.pvalue - base.pvalue) < 0.05 and moved.reject == base.reject
+
+    class Moved(Gaussian):
+        def rvs(self, n, random_state=None):
+            return 3.0 * Gaussian(np.zeros(4)).rvs(n, random_state) @ Q.T
+
+    exact = PolynomialKSDTest(Moved(np.zeros(4), cov), n_bootstrap=300,
+                              random_state=1).test(3.0 * X @ Q.T)
+    assert exact.pvalue == base.pvalue
+    assert exact.statistic == pytest.approx(base.statistic, rel=1e-9)
 
 
 def test_finds_heavy_tails_along_a_random_direction():
@@ -157,10 +176,13 @@ def test_finds_heavy_tails_along_a_random_direction():
     Z = rng.standard_normal((2000, 8))
     X = Z + np.outer(rng.laplace(scale=2**-0.5, size=2000) - Z @ v, v)
     model = Gaussian(np.zeros(8))
-    r = PolynomialKSDTest(model, random_state=0).test(X)
+    r = PolynomialKSDTest(model, random_state=0, reference="sample").test(X)
     assert r.reject and r.pvalue < 0.01
     assert r.method == "polynomial KSD (degree 3, multinomial bootstrap)"
     assert r.n_samples == 2000 and r.bandwidth > 1.0
+    # the default for a model that samples: the sample's and the model's coordinates
+    r = PolynomialKSDTest(model, random_state=0).test(X)
+    assert r.reject and r.pvalue < 0.01 and r.labels == ("degree 3, sample", "degree 3, model")
     assert r.pvalue < KSDTest(model, bandwidth="median", random_state=0).test(X).pvalue
 
 
@@ -175,7 +197,8 @@ def test_fitted_test_uses_the_learned_coordinates():
     assert np.mean(np.sum(Y * Y, axis=1)) == pytest.approx(1.0)
     assert t.saturation_ > 1.0
     # the fitted coordinates differ from those of the tested sample itself
-    unfitted = PolynomialKSDTest(model, whiten=True, n_bootstrap=100, random_state=0)
+    unfitted = PolynomialKSDTest(model, whiten=True, n_bootstrap=100, random_state=0,
+                                 reference="sample")
     assert t.discrepancy(X) != unfitted.discrepancy(X)
     r = t.test(X)
     assert r.statistic == t.discrepancy(X)
@@ -199,20 +222,27 @@ def test_auto_whitens_an_anisotropic_sample_only():
     # "auto" is whiten=True on an anisotropic sample (condition number 100), and
     # whiten=False on an isotropic one: the same numbers, and the result says which
     model, X = _anisotropic(300, 3)
-    auto = PolynomialKSDTest(model, n_bootstrap=100, random_state=0)
-    white = PolynomialKSDTest(model, whiten=True, n_bootstrap=100, random_state=0)
+    kw = dict(n_bootstrap=100, random_state=0, reference="sample")
+    auto = PolynomialKSDTest(model, **kw)
+    white = PolynomialKSDTest(model, whiten=True, **kw)
     assert auto.test(X) == white.test(X)
     assert auto.test(X).method == "polynomial KSD (degree 3, whitened, multinomial bootstrap)"
     assert auto.fit(X).geometry_ == "whitened" and white.fit(X).geometry_ == "whitened"
     np.testing.assert_array_equal(auto.transform_, white.transform_)
     Xi = np.random.default_rng(4).standard_normal((300, 5))
     iso = Gaussian(np.zeros(5))
-    plain = PolynomialKSDTest(iso, whiten=False, n_bootstrap=100, random_state=0)
-    r = PolynomialKSDTest(iso, n_bootstrap=100, random_state=0).test(Xi)
+    plain = PolynomialKSDTest(iso, whiten=False, **kw)
+    r = PolynomialKSDTest(iso, **kw).test(Xi)
     assert r == plain.test(Xi) and "whitened" not in r.method
     assert PolynomialKSDTest(iso).fit(Xi).geometry_ == "euclidean"
+    # the model's draws decide for their own coordinates (the model is anisotropic)
+    both = PolynomialKSDTest(iso, n_bootstrap=100, random_state=0).test(Xi)
+    assert both.labels == ("degree 3, sample", "degree 3, model")
+    both = PolynomialKSDTest(model, n_bootstrap=100, random_state=0).test(X)
+    assert both.labels == ("degree 3, sample, whitened", "degree 3, model, whitened")
     # the Monte Carlo null decides on each of its samples as on the tested one
-    mc = PolynomialKSDTest(model, bootstrap="monte-carlo", n_bootstrap=20, random_state=0)
+    mc = PolynomialKSDTest(model, bootstrap="monte-carlo", n_bootstrap=20, random_state=0,
+                           reference="sample")
     assert "whitened, Monte Carlo null" in mc.test(X).method
 
 
@@ -261,19 +291,38 @@ def test_monte_carlo_null_in_low_dimensions():
     rng = np.random.default_rng(15)
     model = Gaussian(np.zeros(2))
     X = rng.standard_normal((80, 2))
-    res = PolynomialKSDTest(model, n_bootstrap=30, random_state=4).test(X)  # "auto"
+    res = PolynomialKSDTest(model, n_bootstrap=30, random_state=4,
+                            reference="sample").test(X)  # bootstrap "auto"
     assert res.bootstrap == "monte-carlo"
     assert res.method == "polynomial KSD (degree 3, Monte Carlo null of 30 model samples)"
     # its draws: the statistic of the unfitted test, coordinates learned on each sample,
     # on model samples from the children of the test's seed
     children = np.random.default_rng(4).spawn(30)
-    single = PolynomialKSDTest(model, bootstrap="rademacher")
+    single = PolynomialKSDTest(model, bootstrap="rademacher", reference="sample")
     for b in (0, 17):
         Y = model.rvs(80, random_state=children[b])
         assert res.null_distribution[b] == pytest.approx(single.discrepancy(Y), rel=1e-12)
     assert res.statistic == pytest.approx(single.discrepancy(X), rel=1e-12)
     k = np.sum(res.null_distribution >= res.statistic)
     assert res.pvalue == (1 + k) / 31
+    # the model's reference: coordinates learned once, on REFERENCE_DRAWS model draws
+    # from the seed's first child, and every sample in them (the draws: the next ones)
+    auto = PolynomialKSDTest(model, n_bootstrap=30, random_state=4, reference="model").test(X)
+    children = np.random.default_rng(4).spawn(31)
+    reference = model.rvs(REFERENCE_DRAWS, random_state=children[0])
+    fitted = PolynomialKSDTest(model, bootstrap="rademacher").fit(reference)
+    assert auto.statistic == pytest.approx(fitted.discrepancy(X), rel=1e-12)
+    for b in (0, 17):
+        Y = model.rvs(80, random_state=children[1 + b])
+        assert auto.null_distribution[b] == pytest.approx(fitted.discrepancy(Y), rel=1e-12)
+    # the default aggregates both on the same model samples: its draws are the two
+    # tests' draws side by side, min-p aggregated
+    both = PolynomialKSDTest(model, n_bootstrap=30, random_state=4).test(X)
+    assert both.labels == ("degree 3, sample", "degree 3, model")
+    np.testing.assert_allclose(both.statistics, [single.discrepancy(X), auto.statistic],
+                               rtol=1e-12)
+    k = list(both.labels).index(both.labels[int(np.argmin(both.pvalues))])
+    assert both.statistic == both.statistics[k] and both.pvalue >= both.pvalues.min()
     # explicit, in any dimension; fitted: the fitted coordinates on every sample
     X5 = rng.standard_normal((60, 5))
     m5 = Gaussian(np.zeros(5))
@@ -284,33 +333,45 @@ def test_monte_carlo_null_in_low_dimensions():
     Y = m5.rvs(60, random_state=np.random.default_rng(1).spawn(10)[3])
     assert r5.null_distribution[3] == pytest.approx(fitted.discrepancy(Y), rel=1e-12)
     # several degrees: one column of draws per degree, min-p aggregated
-    agg = PolynomialKSDTest(model, degree=(1, 3), n_bootstrap=30, random_state=4).test(X)
-    assert agg.pvalues[1] == res.pvalue and "Monte Carlo null" in agg.method
+    agg = PolynomialKSDTest(model, degree=(1, 3), n_bootstrap=30, random_state=4,
+                            reference="model").test(X)
+    assert agg.pvalues[1] == auto.pvalue and "Monte Carlo null" in agg.method
     # a model without rvs cannot give one; samples of another size are named
     with pytest.raises(TypeError, match="bootstrap='monte-carlo'"):
         PolynomialKSDTest(lambda Z: -Z, bootstrap="monte-carlo").test(X)
+    with pytest.raises(TypeError, match="reference='model'"):
+        PolynomialKSDTest(lambda Z: -Z, reference="model").test(X)
 
     class Short(Gaussian):
         def rvs(self, size=1, random_state=None):
             return super().rvs(size, random_state=random_state)[:-1]
 
     with pytest.raises(ValueError, match=r"model.rvs\(80\) returned 79 rows"):
-        PolynomialKSDTest(Short(np.zeros(2)), bootstrap="monte-carlo").test(X)
+        PolynomialKSDTest(Short(np.zeros(2)), bootstrap="monte-carlo",
+                          reference="sample").test(X)
+    with pytest.raises(ValueError, match=r"model.rvs\(1000\) returned shape \(999, 2\)"):
+        PolynomialKSDTest(Short(np.zeros(2))).test(X)
 
 
 def test_constant_sample_needs_coordinates_from_a_reference():
     # centred at their own mean, coinciding rows give a kernel that is zero on them: an
     # error, not a statistic of 0 with a p-value of 1
     X = np.ones((30, 3))
-    for model in (Gaussian(np.ones(3)), Gaussian(np.zeros(3))):
+    for model in (Gaussian(np.ones(3)), Gaussian(np.zeros(3)), lambda Z: -Z):
         with pytest.raises(ValueError, match="all samples coincide"):
-            PolynomialKSDTest(model, n_bootstrap=50, random_state=0).test(X)
+            PolynomialKSDTest(model, n_bootstrap=50, random_state=0,
+                              reference="sample").test(X)
+    with pytest.raises(ValueError, match="all samples coincide"):
+        PolynomialKSDTest(lambda Z: -Z, n_bootstrap=50).test(X)  # no draws: "sample"
     with pytest.raises(ValueError, match="all samples coincide"):
         PolynomialKSDTest(Gaussian(np.zeros(3))).fit(X)
-    # fitted on a reference sample, the coordinates see the constant sample
+    # fitted on a reference sample, or on the model's draws (the default for a model
+    # that samples), the coordinates see the constant sample
     ref = np.random.default_rng(0).standard_normal((200, 3))
     for model in (Gaussian(np.ones(3)), Gaussian(np.zeros(3))):
         r = PolynomialKSDTest(model, n_bootstrap=200, random_state=0).fit(ref).test(X)
+        assert r.reject and r.pvalue < 0.01
+        r = PolynomialKSDTest(model, n_bootstrap=200, random_state=0).test(X)
         assert r.reject and r.pvalue < 0.01
 
 
@@ -319,7 +380,7 @@ def test_several_degrees_aggregate_each_degrees_test_on_the_same_draws():
     X = rng.standard_normal((150, 4))
     X[:, 1] *= 1.3
     model = Gaussian(np.zeros(4))
-    kw = dict(n_bootstrap=200, random_state=4)
+    kw = dict(n_bootstrap=200, random_state=4, reference="sample")
     single = [PolynomialKSDTest(model, degree=p, **kw).test(X) for p in (3, 1)]
     agg = PolynomialKSDTest(model, degree=[3, 1], **kw).test(X)
     assert agg.labels == ("degree 3", "degree 1")
@@ -343,7 +404,22 @@ def test_several_degrees_aggregate_each_degrees_test_on_the_same_draws():
     assert PolynomialKSDTest(model, degree=(3,), **kw).test(X).pvalue == single[0].pvalue
     t = PolynomialKSDTest(model, degree=(3, 1), **kw)
     np.testing.assert_allclose(t.discrepancy(X), agg.statistics, rtol=1e-12)
-    assert t.score(X) == max(PolynomialKSDTest(model, degree=p).score(X) for p in (3, 1))
+    assert t.score(X) == max(PolynomialKSDTest(model, degree=p, **kw).score(X) for p in (3, 1))
+
+
+def test_aggregated_reference_keeps_the_coordinates_that_can_take_the_sample():
+    # far out in the model's coordinates, or with no spread of its own, a sample is
+    # tested in the other reference's coordinates alone
+    model = Gaussian(np.zeros(3))
+    X = np.random.default_rng(0).standard_normal((200, 3)) * 1e60
+    r = PolynomialKSDTest(model, n_bootstrap=100, random_state=0).test(X)
+    alone = PolynomialKSDTest(model, n_bootstrap=100, random_state=0,
+                              reference="sample").test(X)
+    assert r == alone and r.reject
+    r = PolynomialKSDTest(model, n_bootstrap=100, random_state=0).test(np.ones((30, 3)))
+    alone = PolynomialKSDTest(model, n_bootstrap=100, random_state=0,
+                              reference="model").test(np.ones((30, 3)))
+    assert r == alone and r.reject
 
 
 @pytest.mark.parametrize("params, X, exc, match", [
@@ -359,14 +435,24 @@ def test_several_degrees_aggregate_each_degrees_test_on_the_same_draws():
     (dict(degree=[[1, 3]]), None, TypeError, "degree must be an int"),
     (dict(whiten="yes"), None, (TypeError, ValueError), "whiten"),
     (dict(bootstrap="wild"), None, ValueError, "bootstrap"),
+    (dict(reference="data"), None, ValueError, "reference"),
     (dict(n_bootstrap=0), None, ValueError, "n_bootstrap"),
     (dict(alpha=1.5), None, ValueError, "alpha"),
     (dict(max_memory=0), None, ValueError, "max_memory"),
     (dict(), np.full((20, 2), np.nan), ValueError, "X"),
     (dict(), np.ones(20), ValueError, "X"),
     (dict(), np.ones((1, 2)), ValueError, "X"),
+    (dict(reference="sample"), np.full((20, 2), 1e200) * np.arange(1, 21)[:, None],
+     ValueError, "rescale X"),
     (dict(), np.full((20, 2), 1e200) * np.arange(1, 21)[:, None], ValueError,
-     "rescale X"),
+     "rescale X"),  # the first frame's error, where neither can take X
+    (dict(reference="model"), np.full((20, 2), 1e200) * np.arange(1, 21)[:, None],
+     ValueError, "more than 1e154 times the unit radius.*reference='sample'"),
+    (dict(reference="model"), np.random.default_rng(0).standard_normal((20, 2)) * 1e60,
+     ValueError, "powers of the polynomial kernel overflow"),
+    (dict(degree=8, reference="model"),
+     np.random.default_rng(0).standard_normal((20, 2)) * 1e20, ValueError,
+     "powers of the polynomial kernel overflow"),
 ])
 def test_bad_input_names_the_argument(params, X, exc, match):
     if X is None:

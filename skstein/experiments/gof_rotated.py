@@ -331,10 +331,13 @@ def make_test(method, model, dim, n_bootstrap, train_size, directions=None):
     """The test called ``method``; ``directions`` (rows) are used by the oracle tests."""
     if method == "KSD":
         return KSDTest(model, kernel="rbf", bandwidth="median", n_bootstrap=n_bootstrap)
-    if method == "polynomial":  # whiten=False: the coordinates the rates were measured in
-        return PolynomialKSDTest(model, whiten=False, n_bootstrap=n_bootstrap)
+    # whiten=False and reference="sample": the coordinates the rates were measured in
+    if method == "polynomial":
+        return PolynomialKSDTest(model, whiten=False, reference="sample",
+                                 n_bootstrap=n_bootstrap)
     if method == "polynomial-1,3":
-        return PolynomialKSDTest(model, degree=(1, 3), whiten=False, n_bootstrap=n_bootstrap)
+        return PolynomialKSDTest(model, degree=(1, 3), whiten=False, reference="sample",
+                                 n_bootstrap=n_bootstrap)
     name, search = method.split(":")
     variant = name.split("-")[1]
     # in the data's coordinates (whiten=False), as the reported rates were measured
