@@ -427,6 +427,9 @@ def aggregate_minp(statistics, null, alpha, weights=None, *, snap_ties=True):
     # draws can be infinite: its column then breaks no tie)
     finite = np.all(np.isfinite(T), axis=0)
     Tf = np.where(finite, T, 0.0)
+    # each column scaled by a power of two near its largest magnitude: the same z to
+    # the bit, without squares that overflow (statistics beyond 1e154)
+    Tf = np.ldexp(Tf, -np.frexp(np.abs(Tf).max(axis=0))[1])
     sd = Tf.std(axis=0)
     z = np.where(finite & (sd > 0), (Tf - Tf.mean(axis=0)) / np.where(sd > 0, sd, 1.0), 0.0)
     # each row's most significant entry: smallest (weighted) p, then largest z

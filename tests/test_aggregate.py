@@ -1,5 +1,7 @@
 """Aggregated tests over bandwidth collections: engine, min-p correction, level, power."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -160,6 +162,26 @@ def test_aggregate_minp_equals_its_definition():
     stats = np.array([4e-20, 2.5])
     assert aggregate_minp(stats, null, 0.05).pvalues[0] == 1.0
     assert aggregate_minp(stats, null, 0.05, snap_ties=False).pvalues[0] == 0.75
+
+
+def test_aggregate_minp_z_tie_break_at_any_scale():
+    # the z tie-break standardises each column; statistics beyond 1e154 gave squares
+    # that overflowed. Scaled by powers of two the decision is the same to the bit,
+    # with no warning; 200 draws of 20 columns, so that p-values tie and z decides
+    rng = np.random.default_rng(3)
+    null = rng.standard_normal((200, 20)) + rng.standard_normal((200, 1))
+    stats = null[7] + 0.01
+    ref = aggregate_minp(stats, null, 0.05)
+    for k in (-900, -400, 0, 500, 1000):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            agg = aggregate_minp(np.ldexp(stats, k), np.ldexp(null, k), 0.05)
+        assert (agg.pvalue, agg.selected, agg.level) == (ref.pvalue, ref.selected, ref.level)
+        np.testing.assert_array_equal(agg.rejected, ref.rejected)
+    # columns of very different scales keep their own z
+    scaled = np.ldexp(null, np.arange(20) * 50)
+    agg = aggregate_minp(np.ldexp(stats, np.arange(20) * 50), scaled, 0.05)
+    assert (agg.pvalue, agg.selected) == (ref.pvalue, ref.selected)
 
 
 def test_aggregate_minp_is_exact_for_exchangeable_vectors():

@@ -634,11 +634,31 @@ def test_linear_ksd_test(case, fitted):
          case, fitted, fail={"X"} if _n(case) < 4 else ())
 
 
+class _NormalSampler:
+    """N(0, I) in any dimension, with an exact sampler: the polynomial test learns
+    coordinates on its draws too (``reference="auto"``) for such a model."""
+
+    rvs_kind = "exact"
+
+    def __init__(self, d):
+        self.d = d
+
+    def grad_logpdf(self, X):
+        return std_normal_score(X)
+
+    def rvs(self, n, random_state=None):
+        return np.random.default_rng(random_state).standard_normal((n, self.d))
+
+
 @FEW
 @given(case=cases(bandwidths=False), fitted=st.booleans(),
-       degree=st.sampled_from([1, 3, (1, 4)]), whiten=st.booleans())
-def test_polynomial_ksd_test(case, fitted, degree, whiten):
-    _gof(lambda: PolynomialKSDTest(case.model, degree=degree, whiten=whiten, n_bootstrap=50,
+       degree=st.sampled_from([1, 3, (1, 4)]), whiten=st.booleans(), sampler=st.booleans())
+def test_polynomial_ksd_test(case, fitted, degree, whiten, sampler):
+    model = case.model
+    shape = np.shape(case.data.X)
+    if sampler and model is std_normal_score and len(shape) == 2:
+        model = _NormalSampler(shape[1])
+    _gof(lambda: PolynomialKSDTest(model, degree=degree, whiten=whiten, n_bootstrap=50,
                                    random_state=0), case, fitted)
 
 
