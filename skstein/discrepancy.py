@@ -164,16 +164,12 @@ class SteinSums:
         the starts of the direction search by their raw statistic).
         """
         r = self.rowsums / (self.n - 1)
-        with np.errstate(over="ignore"):
-            sigma2 = 4.0 * float(np.var(r))
-        if np.isfinite(sigma2):
-            k = power_of_two_exponent(np.max(np.abs(r)) if r.size else 0.0, 10)
-            eps = float(np.ldexp(eps, 2 * k)) if k else eps
-            return self.statistic("u") / np.sqrt(sigma2 + eps)
-        # terms so large that their variance overflows (data far from the model's scale):
-        # the same ratio, with the spread taken in units of the largest row mean
-        c = float(np.max(np.abs(r)))
-        return self.statistic("u") / float(np.hypot(2.0 * c * np.std(r / c), np.sqrt(eps)))
+        k = power_of_two_exponent(np.max(np.abs(r)) if r.size else 0.0, 10)
+        # in units of 2**k near the largest row mean (exact scalings, so the ratio is
+        # the same): the variance neither overflows (data far from the model's scale)
+        # nor underflows with epsilon (kernel values that vanish but for a few)
+        sigma2 = 4.0 * float(np.var(np.ldexp(r, -k)))
+        return float(np.ldexp(self.statistic("u"), -k)) / np.sqrt(sigma2 + eps)
 
 
 def _diagonal(kernel, S):

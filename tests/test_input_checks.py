@@ -236,6 +236,17 @@ def test_power_criterion_of_terms_whose_variance_overflows():
         far = ksd_power_criterion(X * 1e150, G)
     assert value == pytest.approx(small.power_criterion(), rel=1e-9)
     assert np.isfinite(far) and far > 0
+    # row means of 1e-300 (kernel values that vanish but for a few): the variance and
+    # epsilon underflowed to 0 together, and the criterion divided by zero
+    tiny = SteinSums(n=4, offdiag_sum=float(r.sum() * 3e-300), diag=np.zeros(4),
+                     rowsums=r * 3e-300)
+    apart = np.array([[28.0, 0.0], [0.0, 0.0], [0.0, 28.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value = tiny.power_criterion()
+        sparse = ksd_power_criterion(apart, lambda Z: -Z, bandwidth=1.0)
+    assert value == pytest.approx(small.power_criterion(), rel=1e-9)
+    assert np.isfinite(sparse)
 
 
 @pytest.mark.parametrize("variant", ["g", "rg"])

@@ -138,7 +138,7 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         the sample it tests. ``"model"``: ``max(REFERENCE_DRAWS, n)`` draws of
         ``model.rvs`` (``REFERENCE_DRAWS`` is 1000), seeded by ``random_state``, so
         that the coordinates do not depend on the tested data. ``"aggregate"``: both,
-        one statistic in each coordinates, calibrated on the same bootstrap draws and
+        one statistic in each set of coordinates, calibrated on the same bootstrap draws and
         combined by the min-p rule (as several degrees are; ``labels`` name them, and
         a sample that one of the two cannot take, with coinciding rows or far beyond
         the model's scale, is tested in the other's alone). Neither reference wins
@@ -191,7 +191,7 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
     :meth:`discrepancy` and :meth:`score` learn them on the references that
     ``reference`` names: by default, for a model that samples exactly, the tested
     sample and the model's draws, aggregated; otherwise the tested sample. The rates
-    of the next two paragraphs were measured with ``reference="sample"``. On true
+    from here to the next table were measured with ``reference="sample"``. On true
     models the test holds its
     level within three binomial standard deviations from about 100 points on
     (0.031-0.080 in 200-1500 trials, D = 2 to 100), somewhat above it in two
