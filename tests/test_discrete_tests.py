@@ -130,11 +130,70 @@ def test_ksd_test_errors():
 @pytest.mark.slow
 @pytest.mark.parametrize("operator", ["difference", "zanella-barker"])
 def test_ksd_test_calibrated_on_categorical_null(operator):
+    # the wild bootstrap (Rademacher at this size), on probabilities of Dirichlet(2)
     p = _null_model(seed=1)
     R, alpha = 300, 0.05
-    test = KSDTest(p, operator=operator, n_bootstrap=199, alpha=alpha)
+    test = KSDTest(p, operator=operator, bootstrap="rademacher", n_bootstrap=199, alpha=alpha)
     res = rejection_rate(test, p, 100, n_trials=R, random_state=11, n_jobs=1)
     assert abs(res.rate - alpha) <= _level_band(alpha, R)
+
+
+def _skewed_model():
+    """Probabilities of Dirichlet(0.5): some values far rarer than their neighbours."""
+    return Categorical(np.random.default_rng(3).dirichlet(np.full(5, 0.5), size=3))
+
+
+def test_difference_operator_monte_carlo_null_is_the_statistic_on_model_samples():
+    p = _skewed_model()
+    X = p.rvs(30, random_state=1)
+    res = KSDTest(p, operator="difference", bandwidth="median", n_bootstrap=20,
+                  random_state=4).test(X)  # "auto": the Monte Carlo null
+    assert res.bootstrap == "monte-carlo" and "Monte Carlo null of 20" in res.method
+    # its draws: the unfitted test's statistic, bandwidth resolved on each model sample
+    one = KSDTest(p, operator="difference", bandwidth="median", bootstrap="rademacher")
+    children = np.random.default_rng(4).spawn(2)[1].spawn(20)
+    for b in (0, 13):
+        draw_rng, bw_rng = children[b].spawn(2)
+        Y = p.rvs(30, random_state=draw_rng)
+        assert res.null_distribution[b] == pytest.approx(
+            one.set_params(random_state=bw_rng).discrepancy(Y), rel=1e-12)
+    assert res.pvalue == (1 + np.sum(res.null_distribution >= res.statistic)) / 21
+    # the aggregated test: one column per bandwidth, min-p aggregated; fitted: the
+    # fitted bandwidths on every sample; explicit for any operator; a model without a
+    # sampler cannot give one
+    agg = KSDTest(p, operator="difference", n_bootstrap=20, random_state=4).test(X)
+    assert agg.bootstrap == "monte-carlo" and agg.bandwidths.size == 10
+    fitted = KSDTest(p, operator="difference", bandwidth="median", n_bootstrap=20,
+                     random_state=4).fit(X)
+    assert fitted.test(X).statistic == pytest.approx(res.statistic, rel=1e-12)
+    zb = KSDTest(p, n_bootstrap=20, random_state=0)
+    assert zb.test(X).bootstrap == "rademacher"
+    assert zb.set_params(bootstrap="monte-carlo").test(X).bootstrap == "monte-carlo"
+
+    class NoSampler(Categorical):
+        rvs_kind = None
+
+    assert KSDTest(NoSampler(p.probs), operator="difference", n_bootstrap=20,
+                   random_state=0).test(X).bootstrap == "rademacher"
+    with pytest.raises(TypeError, match="bootstrap='monte-carlo'"):
+        KSDTest(NoSampler(p.probs), bootstrap="monte-carlo").test(X)
+    with pytest.raises(ValueError, match="bootstrap"):  # continuous models: the wild one
+        KSDTest(Gaussian(np.zeros(3)), bootstrap="monte-carlo").test(X.astype(float))
+
+
+@pytest.mark.slow
+def test_difference_operator_level_where_a_value_is_rare():
+    # a value far rarer than its neighbour makes the difference score heavy-tailed:
+    # the wild bootstrap rejected true samples far more often than alpha (0.355-0.375
+    # at n = 30 and 100, 200 trials); the Monte Carlo null, the default for a model
+    # that samples exactly, holds the level (0.046 in 1000 trials at n = 30)
+    p, R = _skewed_model(), 300
+    kw = dict(operator="difference", bandwidth="median", n_bootstrap=99)
+    wild = rejection_rate(KSDTest(p, bootstrap="rademacher", **kw), p, 30, n_trials=R,
+                          random_state=13, n_jobs=1)
+    exact = rejection_rate(KSDTest(p, **kw), p, 30, n_trials=R, random_state=13, n_jobs=1)
+    assert wild.rate > 0.2
+    assert abs(exact.rate - 0.05) <= _level_band(0.05, R)
 
 
 @pytest.mark.slow
@@ -143,7 +202,7 @@ def test_ksd_test_power_on_perturbed_model(operator):
     """Value 0 made 2.5 times likelier in every coordinate (measured: both 40/40)."""
     p = _null_model(seed=2)
     q = _perturbed(p, 2.5)
-    test = KSDTest(q, operator=operator, n_bootstrap=199)
+    test = KSDTest(q, operator=operator, bootstrap="multinomial", n_bootstrap=199)
     res = rejection_rate(test, p, 200, n_trials=40, random_state=12, n_jobs=1)
     assert res.rate >= 0.9
 

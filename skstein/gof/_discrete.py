@@ -22,6 +22,7 @@ from .._estimator import is_fitted
 from .._random import as_generator
 from .._result import GOFTestResult
 from .._validation import check_alpha, check_choice, check_no_whiten, check_positive_int
+from ..distributions import rvs_kind
 from ..discrepancy import is_collection
 from ..discrete import (
     DISCRETE_KERNELS,
@@ -39,6 +40,7 @@ from ..discrete import (
     shares_one_pass,
 )
 from ._base import aggregated_result
+from ._common import simulated_null_result
 
 __all__ = ["discrete_operator", "resolve_kernel", "fit", "store_fit", "test", "discrepancy", "score"]
 
@@ -52,7 +54,11 @@ def _check_params(est):
     check_no_whiten(est)
     check_choice(est.kernel, "kernel", tuple(DISCRETE_KERNELS))
     check_choice(est.statistic, "statistic", ("u", "v"))
-    check_choice(est.bootstrap, "bootstrap", BOOTSTRAPS + ("auto",))
+    check_choice(est.bootstrap, "bootstrap", BOOTSTRAPS + ("auto", "monte-carlo"))
+    if est.bootstrap == "monte-carlo" and rvs_kind(est.model) is None:
+        raise TypeError("bootstrap='monte-carlo' draws samples from the model, which needs "
+                        f"an rvs(n, random_state) method; {type(est.model).__name__} has "
+                        "none.")
     check_positive_int(est.n_bootstrap, "n_bootstrap")
     alpha = check_alpha(est.alpha)
     check_positive_int(est.max_memory, "max_memory")
@@ -128,11 +134,24 @@ def _prepare(est, X, rng):
     return X, nvals, kern, operator, C
 
 
+def null_kind(est, n, operator):
+    """The null of a test of ``n`` points: ``bootstrap``; for ``"auto"`` the Monte Carlo
+    null with the difference operator of a model that samples exactly (whose wild
+    bootstrap runs far above its level where a state is much rarer than its neighbour),
+    the draws of :func:`~skstein._bootstrap.auto_bootstrap` otherwise."""
+    if est.bootstrap == "auto" and operator == "difference" \
+            and rvs_kind(est.model) == "exact":
+        return "monte-carlo"
+    return est.bootstrap if est.bootstrap == "monte-carlo" else est._bootstrap_kind(n)
+
+
 def test(est, X):
     """The discrete KSD test on ``X``: statistic, bootstrap null, decision."""
     rng = as_generator(est.random_state)
     bw_rng, boot_rng = rng.spawn(2)
     X, nvals, kern, operator, C = _prepare(est, X, bw_rng)
+    if null_kind(est, X.shape[0], operator) == "monte-carlo":
+        return _monte_carlo_test(est, X, nvals, kern, operator, C, boot_rng)
     if isinstance(kern, tuple):
         return _aggregated_test(est, X, nvals, kern, operator, C, boot_rng)
     n = X.shape[0]
@@ -183,6 +202,51 @@ def _aggregated_test(est, X, nvals, kernels, operator, C, boot_rng):
                              alpha=est.alpha,
                              n_samples=n, bootstrap=kind,
                              n_bootstrap=int(est.n_bootstrap))
+
+
+def _statistics(est, X, C, kernels, operator, nvals):
+    """The statistic of each kernel on ``X`` (one pass where the kernels share one)."""
+    if shares_one_pass(kernels):
+        many = discrete_stein_sums_many(X, C, kernels, operator, nvals,
+                                        max_memory=est.max_memory)[0]
+    else:
+        many = [discrete_stein_sums(X, C, k, operator, nvals, max_memory=est.max_memory)
+                for k in kernels]
+    return np.array([sums.statistic(est.statistic) for sums in many])
+
+
+def _monte_carlo_test(est, X, nvals, kern, operator, C, rng):
+    """The test whose null is the statistic on ``n_bootstrap`` samples of the model,
+    each computed as on ``X`` (an unfitted test resolves its bandwidths on each): an
+    exact level at any ``n``."""
+    n, d = X.shape
+    kernels = kern if isinstance(kern, tuple) else (kern,)
+    fixed = is_fitted(est) and is_discrete_kernel(getattr(est, "kernel_", None))
+    stats = _statistics(est, X, C, kernels, operator, nvals)
+    null = np.empty((int(est.n_bootstrap), len(kernels)))
+    for b, child in enumerate(rng.spawn(int(est.n_bootstrap))):
+        draw_rng, bw_rng = child.spawn(2)
+        Y = check_discrete_samples(est.model.rvs(n, random_state=draw_rng), nvals,
+                                   name="model.rvs(...)")
+        if Y.shape != (n, d):
+            raise ValueError(f"model.rvs({n}) returned shape {Y.shape}; the Monte Carlo "
+                             f"null needs ({n}, {d}).")
+        kY = kernels
+        if not fixed:
+            _, _, kY = resolve_kernel(est, Y, bw_rng)
+            kY = kY if isinstance(kY, tuple) else (kY,)
+        CY, _ = operator_coefficients(est.model, Y, operator, model_score="exact")
+        null[b] = _statistics(est, Y, CY, kY, operator, nvals)
+    name = (f"discrete KSD ({operator}, {kernels[0].name}, {est.statistic}-statistic, "
+            f"Monte Carlo null of {int(est.n_bootstrap)} model samples")
+    fields = dict(n_samples=n, bootstrap="monte-carlo", n_bootstrap=int(est.n_bootstrap))
+    if not isinstance(kern, tuple):
+        return simulated_null_result(stats[0], null[:, 0], alpha=est.alpha,
+                                     method=name + ")", bandwidth=kern.bandwidth,
+                                     independent=True, **fields)
+    return aggregated_result(stats, null, name + f", aggregated over {len(kernels)} "
+                             "bandwidths)", [k.bandwidth for k in kernels], alpha=est.alpha,
+                             independent=True, **fields)
 
 
 def _kernel_by_kernel(est, X, nvals, kernels, operator, C, V):
