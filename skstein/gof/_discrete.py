@@ -204,15 +204,19 @@ def _aggregated_test(est, X, nvals, kernels, operator, C, boot_rng):
                              n_bootstrap=int(est.n_bootstrap))
 
 
-def _statistics(est, X, C, kernels, operator, nvals):
-    """The statistic of each kernel on ``X`` (one pass where the kernels share one)."""
+def _kernel_sums(est, X, C, kernels, operator, nvals):
+    """The ``SteinSums`` of each kernel on ``X`` (one pass where the kernels share one)."""
     if shares_one_pass(kernels):
-        many = discrete_stein_sums_many(X, C, kernels, operator, nvals,
+        return discrete_stein_sums_many(X, C, kernels, operator, nvals,
                                         max_memory=est.max_memory)[0]
-    else:
-        many = [discrete_stein_sums(X, C, k, operator, nvals, max_memory=est.max_memory)
-                for k in kernels]
-    return np.array([sums.statistic(est.statistic) for sums in many])
+    return [discrete_stein_sums(X, C, k, operator, nvals, max_memory=est.max_memory)
+            for k in kernels]
+
+
+def _statistics(est, X, C, kernels, operator, nvals):
+    """The statistic of each kernel on ``X``."""
+    return np.array([sums.statistic(est.statistic)
+                     for sums in _kernel_sums(est, X, C, kernels, operator, nvals)])
 
 
 def _monte_carlo_test(est, X, nvals, kern, operator, C, rng):
@@ -274,11 +278,7 @@ def _sums(est, X):
     """The discrete ``SteinSums`` of each kernel (one unless a collection)."""
     X, nvals, kern, operator, C = _prepare(est, X, as_generator(est.random_state))
     kernels = kern if isinstance(kern, tuple) else (kern,)
-    if shares_one_pass(kernels):
-        return discrete_stein_sums_many(X, C, kernels, operator, nvals,
-                                        max_memory=est.max_memory)[0], True
-    return [discrete_stein_sums(X, C, k, operator, nvals, max_memory=est.max_memory)
-            for k in kernels], isinstance(kern, tuple)
+    return _kernel_sums(est, X, C, kernels, operator, nvals), isinstance(kern, tuple)
 
 
 def discrepancy(est, X):

@@ -356,10 +356,10 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         self.geometry_ = "whitened" if white else "euclidean"
 
     def _prepare(self, X, rng):
-        """The validated ``X``, the model's scores there, and the test's frames: a list of
-        ``(frame, reference)``, ``frame`` the coordinates ``(c, A, B, c2, white)`` that
-        every sample of the test shares, or None where each sample learns its own;
-        ``rng`` seeds the model's reference draws."""
+        """The validated ``X`` and the test's frames, each ``(frame, reference, coords)``:
+        ``frame`` the coordinates ``(c, A, B, c2, white)`` that every sample of the test
+        shares (None where each sample learns its own) and ``coords`` those of ``X``,
+        ``(Y, SY, c2, white)``; ``rng`` seeds the model's reference draws."""
         self._check_params()
         if is_fitted(self):
             X = self._validate_X(X, reset=False)
@@ -370,21 +370,19 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
             frames = [(None if ref == "sample" else self._model_frame(X.shape, rng), ref)
                       for ref in self._references()]
         S = evaluate_score(self.model, X, "model")
-        if len(frames) > 1:
-            # aggregated: a sample whose own coordinates do not exist (coinciding rows),
-            # or which lies too far out in the model's, is tested in the other's alone
-            kept, errors = [], []
-            for frame, ref in frames:
-                try:
-                    self._in_coordinates(X, S, frame)
-                except ValueError as exc:
-                    errors.append(exc)
-                else:
-                    kept.append((frame, ref))
-            if not kept:
-                raise errors[0]
-            frames = kept
-        return X, S, frames
+        if len(frames) == 1:
+            return X, [(*frames[0], self._in_coordinates(X, S, frames[0][0]))]
+        # aggregated: a sample whose own coordinates do not exist (coinciding rows), or
+        # which lies too far out in the model's, is tested in the other's alone
+        kept, errors = [], []
+        for frame, ref in frames:
+            try:
+                kept.append((frame, ref, self._in_coordinates(X, S, frame)))
+            except ValueError as exc:
+                errors.append(exc)
+        if not kept:
+            raise errors[0]
+        return X, kept
 
     def _model_frame(self, shape, rng):
         """The coordinates learned on ``max(REFERENCE_DRAWS, n)`` draws of the model."""
@@ -422,43 +420,38 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
                     "the coordinates on X itself.")
         return np.ascontiguousarray(Y), np.ascontiguousarray(SY), c2, white
 
-    def _statistics(self, X, S, frames, degrees):
-        """The U-statistic of each (frame, degree), frames outer, and the frames'
-        ``c2`` and whitening flags."""
-        stats, c2s, whites = [], [], []
-        for frame, _ in frames:
-            Y, SY, c2, white = self._in_coordinates(X, S, frame)
-            stats += [polynomial_stein_sums(Y, SY, p, c2, self.max_memory).statistic("u")
-                      for p in degrees]
-            c2s.append(c2)
-            whites.append(white)
-        return stats, c2s, whites
+    def _statistics(self, coords, degrees):
+        """The U-statistic of each (frame, degree), frames outer, from each frame's
+        coordinates ``(Y, SY, c2, white)``."""
+        return [polynomial_stein_sums(Y, SY, p, c2, self.max_memory).statistic("u")
+                for Y, SY, c2, _ in coords for p in degrees]
 
     def _monte_carlo(self, n, d, degrees, rng, frames):
         """The statistic of each (frame, degree) (columns) on ``n_bootstrap`` model
         samples of size ``n`` (rows), computed as on the tested sample."""
         null = np.empty((int(self.n_bootstrap), len(frames) * len(degrees)))
         for b, child in enumerate(rng.spawn(int(self.n_bootstrap))):
-            null[b] = self._statistics(*model_sample(self.model, n, d, child), frames,
-                                       degrees)[0]
+            Y, S = model_sample(self.model, n, d, child)
+            null[b] = self._statistics([self._in_coordinates(Y, S, frame)
+                                        for frame, _, _ in frames], degrees)
         return null
 
     def _test(self, X):
         rng = as_generator(self.random_state)
-        X, S, frames = self._prepare(X, rng)
+        X, frames = self._prepare(X, rng)
+        coords = [f[2] for f in frames]
         degrees, many = self._degrees()
         n, d = X.shape
         kind = self._null_kind(n, d)
         if kind == "monte-carlo":
-            stats, c2s, whites = self._statistics(X, S, frames, degrees)
+            stats = self._statistics(coords, degrees)
             check_stein_finite(*stats)
             null = self._monte_carlo(n, d, degrees, rng, frames)
             if not np.all(np.isfinite(null)):
                 raise ValueError("the statistic is not finite on some samples of model.rvs "
                                  "(their values or the model's scores there overflow "
                                  "float64); take bootstrap='multinomial'.")
-            return self._result(stats, list(null.T), degrees, many, frames, n, kind, c2s,
-                                whites)
+            return self._result(stats, list(null.T), degrees, many, frames, n, kind)
         if d <= 2 and n < LOW_DIMENSION_MIN_SAMPLES:
             warnings.warn(
                 f"PolynomialKSDTest in {d} dimension{'s' if d > 1 else ''} with n={n} < "
@@ -468,11 +461,8 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
                 "bootstrap='monte-carlo' for a model with rvs.",
                 UserWarning, stacklevel=caller_stacklevel())
         V = bootstrap_weights(kind, n, self.n_bootstrap, rng)
-        stats, nulls, c2s, whites = [], [], [], []
-        for frame, _ in frames:
-            Y, SY, c2, white = self._in_coordinates(X, S, frame)
-            c2s.append(c2)
-            whites.append(white)
+        stats, nulls = [], []
+        for Y, SY, c2, _ in coords:
             for p in degrees:  # every statistic's forms on the same draws
                 if 8 * n * n <= self.max_memory:  # the triangle kept, its forms threaded
                     sums, upper, _ = polynomial_stein_pass(Y, SY, p, c2, self.max_memory,
@@ -484,11 +474,13 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
                 stats.append(sums.statistic("u"))
                 check_stein_finite(stats[-1], null)
                 nulls.append(null)
-        return self._result(stats, nulls, degrees, many, frames, n, kind, c2s, whites)
+        return self._result(stats, nulls, degrees, many, frames, n, kind)
 
-    def _result(self, stats, nulls, degrees, many, frames, n, kind, c2s, whites):
+    def _result(self, stats, nulls, degrees, many, frames, n, kind):
         """The result of one statistic, or the aggregated result of several (degrees,
         and the coordinates of the sample and of the model's draws)."""
+        c2s = [coords[2] for _, _, coords in frames]
+        whites = [coords[3] for _, _, coords in frames]
         null_name = (f"Monte Carlo null of {int(self.n_bootstrap)} model samples"
                      if kind == "monte-carlo" else f"{kind} bootstrap")
         fields = dict(n_samples=n, bootstrap=kind, n_bootstrap=self.n_bootstrap)
@@ -509,7 +501,7 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
             method = (f"polynomial KSD ({degree_name}, in the coordinates of the sample "
                       f"and of the model's draws, aggregated, {null_name})")
             labels = tuple(f"degree {p}, {ref}{', whitened' if white else ''}"
-                           for (_, ref), white in zip(frames, whites) for p in degrees)
+                           for (_, ref, _), white in zip(frames, whites) for p in degrees)
         bandwidths = np.repeat(np.sqrt(c2s), len(degrees))
         return aggregated_result(np.array(stats), np.column_stack(nulls), method, bandwidths,
                                  alpha=float(self.alpha), labels=labels,
@@ -518,12 +510,10 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
     def _all_sums(self, X):
         """The :class:`~skstein.discrepancy.SteinSums` of each (frame, degree) on ``X``,
         and whether there are several."""
-        X, S, frames = self._prepare(X, as_generator(self.random_state))
+        _, frames = self._prepare(X, as_generator(self.random_state))
         degrees, many = self._degrees()
-        sums = []
-        for frame, _ in frames:
-            Y, SY, c2, _ = self._in_coordinates(X, S, frame)
-            sums += [polynomial_stein_sums(Y, SY, p, c2, self.max_memory) for p in degrees]
+        sums = [polynomial_stein_sums(Y, SY, p, c2, self.max_memory)
+                for _, _, (Y, SY, c2, _) in frames for p in degrees]
         return sums, many or len(frames) > 1
 
     def _discrepancy(self, X):
