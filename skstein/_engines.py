@@ -12,9 +12,10 @@ array. The verbs:
 * ``like(A, X)``: a host array moved to where ``X`` lives;
 * ``on_device(X)``: ``X`` when it lives on a device (where the bandwidth heuristics
   then compute its distances), else None;
-* ``sums_and_forms(X, S, kernels, V, max_memory)``: the :class:`~skstein.discrepancy.SteinSums`
-  of each kernel and the bootstrap forms for the weights ``V`` (drawn on the host), as
-  NumPy.
+* ``sums_and_forms(X, S, kernels, V, max_memory, weights)``: the
+  :class:`~skstein.discrepancy.SteinSums` of each kernel and the bootstrap forms for the
+  weights ``V`` (drawn on the host), as NumPy; ``weights`` (host, or None) tilt the
+  kernels (:mod:`skstein.gof._tilt`).
 
 :class:`NumbaEngine` is the CPU path (:func:`skstein.discrepancy.stein_sums_and_forms`).
 :class:`ArrayAPIEngine` computes with the namespace of its arrays (CuPy, PyTorch,
@@ -77,8 +78,8 @@ class NumbaEngine:
     def on_device(self, X):
         return None
 
-    def sums_and_forms(self, X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
-        return stein_sums_and_forms(X, S, kernels, V, max_memory=max_memory)
+    def sums_and_forms(self, X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY, weights=None):
+        return stein_sums_and_forms(X, S, kernels, V, max_memory=max_memory, weights=weights)
 
 
 class ArrayAPIEngine(NumbaEngine):
@@ -128,8 +129,8 @@ class ArrayAPIEngine(NumbaEngine):
     def on_device(self, X):
         return X
 
-    def sums_and_forms(self, X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
-        return xp_sums_and_forms(X, S, kernels, V, max_memory=max_memory)
+    def sums_and_forms(self, X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY, weights=None):
+        return xp_sums_and_forms(X, S, kernels, V, max_memory=max_memory, weights=weights)
 
 
 def select_engine(X, name="X"):

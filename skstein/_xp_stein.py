@@ -222,7 +222,7 @@ def _rows_per_block(n, L, n_draws, itemsize, max_memory):
     return int(max(1, min(n, max_memory // max(1, per_row))))
 
 
-def xp_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
+def xp_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY, weights=None):
     """:func:`skstein.discrepancy.stein_sums_and_forms` on arrays of any Array API library.
 
     ``X`` and ``S`` are validated arrays of one library and device (:func:`xp_check_samples`,
@@ -234,7 +234,9 @@ def xp_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     triangle, as on the CPU: each pair once, in one Gram product per block, the ``L``
     kernels stacked, their forms one batched product with the weights (copied over
     once, in single precision, and transposed there). Row sums, totals and forms are
-    accumulated on the device in double precision and copied back once.
+    accumulated on the device in double precision and copied back once. ``weights``
+    (the host's ``(n,)`` array, or None) tilt every kernel, :math:`w_i w_j h_l(x_i, x_j)`,
+    as on the CPU.
     """
     import array_api_compat
 
@@ -251,6 +253,10 @@ def xp_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     for k in kernels:
         k0, k1, _ = k.profile(0.0)
         diags.append(float(k0) * ss - 2.0 * d * float(k1))
+    if weights is not None:
+        weights = np.asarray(weights, dtype=np.float64)
+        diags = [dg * (weights * weights) for dg in diags]
+        wd = xp.asarray(weights, dtype=X.dtype, device=device)
     dmax = np.array([dg.max() for dg in diags])
     scale = np.ones(L)
     usable = np.isfinite(dmax) & (dmax > 0)
@@ -272,6 +278,8 @@ def xp_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     while a < n:
         b = min(n, a + _rows_per_block(n - a, L, n_draws, itemsize, budget))
         H = _stein_block(xp, Xc, S, nx, nsx, a, b, p0, name, beta, fscale, upper=True)
+        if weights is not None:
+            H *= (wd[a:b, None] * wd[None, a:])[None, ...]
         R[:, a:b] += xp.astype(xp.sum(H, axis=2), f64)
         R[:, a:] += xp.astype(xp.sum(H, axis=1), f64)
         if V is not None:

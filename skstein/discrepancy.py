@@ -272,7 +272,7 @@ def stein_row_blocks(X, S, kernel, *, max_memory=DEFAULT_MAX_MEMORY):
         yield a, b, G
 
 
-def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
+def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY, weights=None):
     r"""Sums of several Stein kernels and their bootstrap forms, Gram blocks shared.
 
     For each kernel :math:`l` (e.g. one base kernel at several bandwidths) returns the
@@ -290,7 +290,10 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     in double, and the sums are in double). No ``n x n`` array is formed: the
     temporaries are four ``block x n`` arrays within ``max_memory``, a copy of the
     weights and the products of a chunk of draws.
-    With ``V=None`` only the sums are computed.
+    With ``V=None`` only the sums are computed. With ``weights`` (an ``(n,)`` array
+    :math:`w`), every kernel is the tilted one, :math:`w_i w_j h_l(x_i, x_j)` (its
+    diagonal :math:`w_i^2 h_l(x_i, x_i)`), ``S`` then being the tilted scores
+    (:mod:`skstein.gof._tilt`).
 
     The blocks run on numba's threads, each forming its own Gram and weight products
     with one-thread BLAS calls (:func:`_pooled_pass`), while the column sums fit in
@@ -313,7 +316,10 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     code, _, p1 = params[0]
     p0s = np.array([p0 for _, p0, _ in params])
     L = len(kernels)
-    diags = [_diagonal(k, S) for k in kernels]
+    if weights is not None:
+        weights = np.ascontiguousarray(weights, dtype=np.float64)
+    diags = [_diagonal(k, S) if weights is None else _diagonal(k, S) * (weights * weights)
+             for k in kernels]
     forms = None if V is None else np.zeros((V.shape[0], L))
     # the weights with one column per draw, for products H_block @ VT[a:]
     VT = None if V is None else weight_columns(V)
@@ -323,7 +329,8 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
     scale = np.ones(L)
     usable = np.isfinite(dmax) & (dmax > 0)
     scale[usable] = 1.0 / dmax[usable]
-    pooled = _pooled_pass(Xc, S, nx, nsx, code, p0s, p1, d, scale, VT, max_memory)
+    pooled = _pooled_pass(Xc, S, nx, nsx, code, p0s, p1, d, scale, VT, max_memory,
+                          tilt_weights=weights)
     if pooled is not None:
         rowsums, totals, pooled_forms = pooled
         sums = [SteinSums(n, float(totals[li]), diags[li], rowsums[li], None)
@@ -345,7 +352,8 @@ def stein_sums_and_forms(X, S, kernels, V, *, max_memory=DEFAULT_MAX_MEMORY):
             C += Sa @ Xt.T
         H = np.empty((L,) + G.shape)
         rowsum = np.empty((L, b - a))
-        stein_upper_multi(code, p0s, p1, d, G, SS, C, nx, nsx, a, a, H, rowsum)
+        stein_upper_multi(code, p0s, p1, d, G, SS, C, nx, nsx, a, a, H, rowsum,
+                          *_tilt_args(weights))
         rowsums[:, a:b] += rowsum
         rowsums[:, a:] += H.sum(axis=1)
         totals += 2.0 * rowsum.sum(axis=1)
@@ -381,8 +389,13 @@ def _pooled_block(n):
     return int(max(16, min(STACKED_FORM_BLOCK, -(-n // 64))))
 
 
+def _tilt_args(weights):
+    """``(wt, tilted)`` of the compiled passes for ``weights`` (None: untilted)."""
+    return (np.ones(1), False) if weights is None else (weights, True)
+
+
 def _pooled_pass(Xc, S, nx, nsx, code, p0s, p1, d, scale, VT, max_memory, out=None,
-                 mirror=False):
+                 mirror=False, tilt_weights=None):
     """``(rowsums, totals, forms)`` of :func:`stein_sums_and_forms` by one numba pass
     whose threads also form the Gram blocks (:func:`skstein._numba.stein.stein_pass_blocks`),
     or None when its column sums (``L N^2 / (2 b)`` doubles for blocks of ``b`` rows,
@@ -398,6 +411,8 @@ def _pooled_pass(Xc, S, nx, nsx, code, p0s, p1, d, scale, VT, max_memory, out=No
 
     With ``out`` (one kernel), the pass also writes the kernel's values into it (see
     ``mirror`` and ``out`` of ``stein_pass_blocks``), whatever ``max_memory``.
+    ``tilt_weights``: the tilted kernels' weights (``weights`` of
+    :func:`stein_sums_and_forms`), or None.
     """
     n = Xc.shape[0]
     L = p0s.shape[0]
@@ -416,7 +431,7 @@ def _pooled_pass(Xc, S, nx, nsx, code, p0s, p1, d, scale, VT, max_memory, out=No
     with single_blas():
         stein_pass_blocks(code, p0s, p1, d, np.ascontiguousarray(Xc), np.ascontiguousarray(S),
                           nx, nsx, block, POOLED_CHUNK, scale, weights, forms_on, rowpart,
-                          colpart, coloff, formpart, mirror, out)
+                          colpart, coloff, formpart, mirror, out, *_tilt_args(tilt_weights))
     rowsums = rowpart.copy()
     for k, a in enumerate(starts):
         rowsums[:, a:] += colpart[coloff[k]:coloff[k] + L * spans[k]].reshape(L, spans[k])

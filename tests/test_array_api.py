@@ -401,3 +401,25 @@ def test_float32_data_compute_in_float32(dispatch):
     est = KSDTest(model, whiten=True, random_state=0).fit(X32)
     A = est.engine_.compute.like(est.whitening_[0], X32)
     assert A.dtype == xs.float32
+
+
+class StrictStudentT:
+    """Student-t(3) coordinates, the score in the namespace of its input: a tilted test."""
+
+    dim = 2
+
+    def grad_logpdf(self, X):
+        return -4.0 * X / (3.0 + X * X)
+
+
+def test_tilted_ksd_test_equals_numba_path(dispatch):
+    X = np.random.default_rng(9).standard_t(6.0, size=(150, 2))
+    model = StrictStudentT()
+    r0 = KSDTest(model, random_state=0).test(X)
+    fitted = KSDTest(model, random_state=0).fit(xs.asarray(X))
+    r1 = fitted.test(xs.asarray(X))
+    assert "tilted (q = 2)" in r0.method and r1.method == r0.method
+    assert fitted.tilt_.exponent == 2.0
+    _close(r0.statistics, r1.statistics)
+    np.testing.assert_array_equal(r0.pvalues, r1.pvalues)
+    assert r0.pvalue == r1.pvalue

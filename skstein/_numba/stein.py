@@ -178,8 +178,9 @@ def _sum4(x, start, stop):
 
 @njit(cache=True)
 def _multi_row(code, p0s, p1, two_d, G, SS, C, nx, nsx, bi, row0, col0, out, rowsum, t,
-               cross):
-    """Row ``bi`` of :func:`stein_upper_multi` (compiled once, called from its loop)."""
+               cross, wt, tilted):
+    """Row ``bi`` of :func:`stein_upper_multi` (compiled once, called from its loop); with
+    ``tilted``, each value times ``wt[i] wt[j]`` (the tilted kernel's weights)."""
     i = row0 + bi
     M = G.shape[1]
     start = min(max(i - col0 + 1, 0), M)
@@ -228,11 +229,17 @@ def _multi_row(code, p0s, p1, two_d, G, SS, C, nx, nsx, bi, row0, col0, out, row
                 k1 = p1 * p0 * k / base
                 k2 = (p1 - 1.0) * p0 * k1 / base
                 row[j] = k * ss[j] - 2.0 * k1 * cr[j] - two_d * k1 - 4.0 * tt * k2
+        if tilted:
+            wi = wt[i]
+            wj = wt[col0 + start:col0 + M]
+            for j in range(m):
+                row[j] *= wi * wj[j]
         rowsum[li, bi] = _sum4(row, 0, m)
 
 
 @njit(cache=True, parallel=PARALLEL)
-def stein_upper_multi(code, p0s, p1, dim, G, SS, C, nx, nsx, row0, col0, out, rowsum):
+def stein_upper_multi(code, p0s, p1, dim, G, SS, C, nx, nsx, row0, col0, out, rowsum, wt,
+                      tilted):
     r"""Upper-triangle Stein kernel values of one Gram block at several bandwidths.
 
     For each kernel scale ``p0s[l]`` (same base kernel ``code`` and exponent ``p1``),
@@ -254,6 +261,10 @@ def stein_upper_multi(code, p0s, p1, dim, G, SS, C, nx, nsx, row0, col0, out, ro
         Global ``||x_i||^2`` and ``s_i . x_i``.
     out : float64 array (L, B, M)
     rowsum : float64 array (L, B)
+    wt : float64 array (N,)
+        With ``tilted``, the values of pair ``(i, j)`` are multiplied by ``wt[i] wt[j]``
+        (a tilted kernel, :mod:`skstein.gof._tilt`); else unused.
+    tilted : bool
     """
     B, M = G.shape
     two_d = 2.0 * dim
@@ -262,17 +273,18 @@ def stein_upper_multi(code, p0s, p1, dim, G, SS, C, nx, nsx, row0, col0, out, ro
         t = np.empty(M)
         cross = np.empty(M)
         bi = np.int64(p)
-        _multi_row(code, p0s, p1, two_d, G, SS, C, nx, nsx, bi, row0, col0, out, rowsum, t, cross)
+        _multi_row(code, p0s, p1, two_d, G, SS, C, nx, nsx, bi, row0, col0, out, rowsum, t, cross,
+                   wt, tilted)
         q = B - 1 - bi
         if q != bi:
             _multi_row(code, p0s, p1, two_d, G, SS, C, nx, nsx, q, row0, col0, out, rowsum, t,
-                       cross)
+                       cross, wt, tilted)
     return rowsum
 
 
 @njit(cache=True)
 def _pass_block(k, block, width, code, p0s, p1, two_d, Xc, S, nx, nsx, scale, VT, forms_on,
-                rowpart, colpart, coloff, formpart, mirror, dense):
+                rowpart, colpart, coloff, formpart, mirror, dense, wt, tilted):
     """Block ``k`` of :func:`stein_pass_blocks` (compiled once, called from its loop)."""
     n = Xc.shape[0]
     L = p0s.shape[0]
@@ -307,7 +319,8 @@ def _pass_block(k, block, width, code, p0s, p1, two_d, Xc, S, nx, nsx, scale, VT
         gemm_nt(Sa, Xt, C, 1.0)
         H = np.empty((L, B, w))
         for bi in range(B):
-            _multi_row(code, p0s, p1, two_d, G, SS, C, nx, nsx, bi, a, c0, H, rs, t, cross)
+            _multi_row(code, p0s, p1, two_d, G, SS, C, nx, nsx, bi, a, c0, H, rs, t, cross, wt,
+                       tilted)
             for li in range(L):
                 rowpart[li, a + bi] += rs[li, bi]
             if dense is not None:
@@ -359,7 +372,7 @@ def _matrix_row(row, i, c0, mirror, dense):
 
 @njit(cache=True, parallel=PARALLEL)
 def stein_pass_blocks(code, p0s, p1, dim, Xc, S, nx, nsx, block, width, scale, VT, forms_on,
-                      rowpart, colpart, coloff, formpart, mirror, out):
+                      rowpart, colpart, coloff, formpart, mirror, out, wt, tilted):
     r"""The upper-triangle Stein pass of several kernels, Gram products included, on
     numba's threads alone.
 
@@ -406,6 +419,10 @@ def stein_pass_blocks(code, p0s, p1, dim, Xc, S, nx, nsx, block, width, scale, V
         the whole symmetric matrix with a zero diagonal. A block writes its own rows
         and, mirrored, their columns below the diagonal: no element twice. ``None``
         types the argument away: the pass of the sums compiles without this code.
+    wt : float64 array (N,)
+        With ``tilted``, every kernel value of pair ``(i, j)`` is multiplied by ``wt[i]
+        wt[j]`` before it is summed or used (a tilted kernel); else unused.
+    tilted : bool
     """
     n = Xc.shape[0]
     nb = (n + block - 1) // block
@@ -417,7 +434,7 @@ def stein_pass_blocks(code, p0s, p1, dim, Xc, S, nx, nsx, block, width, scale, V
         k = t // 2 if t % 2 == 0 else nb - 1 - t // 2
         if t % 2 == 0 or k != t // 2:
             _pass_block(k, block, width, code, p0s, p1, two_d, Xc, S, nx, nsx, scale, VT,
-                        forms_on, rowpart, colpart, coloff, formpart, mirror, out)
+                        forms_on, rowpart, colpart, coloff, formpart, mirror, out, wt, tilted)
     return rowpart
 
 

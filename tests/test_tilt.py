@@ -1,0 +1,217 @@
+"""Tilted Stein kernels (:mod:`skstein.gof._tilt`) and ``KSDTest(tilt=...)``."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from skstein import KSDTest, PerturbedKSDTest
+from skstein._bootstrap import bootstrap_draws, dense_weights
+from skstein.discrepancy import stein_sums_and_forms
+from skstein.distributions import Categorical, Gaussian, Laplace, StudentT
+from skstein.experiments import rejection_rate
+from skstein.gof._ksd import LangevinKSD
+from skstein.gof._tilt import Tilt, resolve_tilt, score_growth
+from skstein.kernels import make_kernel
+
+from _reference import assert_forms_close
+
+
+def _base(kernel, h):
+    if kernel == "rbf":
+        return lambda x, y: np.exp(-np.sum((x - y) ** 2) / (2 * h * h))
+    return lambda x, y: (1 + np.sum((x - y) ** 2) / h**2) ** -0.5
+
+
+def _stein_fd(x, y, sx, sy, K, eps=1e-3):
+    """The Langevin Stein kernel of the base kernel ``K``, derivatives by central
+    differences: a check of the tilted kernel that does not use its formula."""
+    d = x.size
+    E = np.eye(d) * eps
+    gx = np.array([(K(x + e, y) - K(x - e, y)) / (2 * eps) for e in E])
+    gy = np.array([(K(x, y + e) - K(x, y - e)) / (2 * eps) for e in E])
+    tr = sum((K(x + e, y + e) - K(x + e, y - e) - K(x - e, y + e) + K(x - e, y - e))
+             / (4 * eps * eps) for e in E)
+    return K(x, y) * sx @ sy + sx @ gy + sy @ gx + tr
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "imq"])
+@pytest.mark.parametrize("q", [0.5, 1.0, 2.0])
+def test_tilted_statistic_is_the_stein_kernel_of_the_weighted_base_kernel(kernel, q):
+    rng = np.random.default_rng(0)
+    X = rng.standard_t(3.0, size=(12, 3))
+    model = StudentT(3, 3.0)
+    S = model.grad_logpdf(X)
+    tilt = Tilt(q, X.mean(axis=0) + 0.1, 1.7)
+
+    def w(x):
+        return (1 + np.sum((x - tilt.center) ** 2) / tilt.scale**2) ** (q / 2)
+
+    base = _base(kernel, 1.3)
+
+    def K(x, y):
+        return w(x) * base(x, y) * w(y)
+
+    H = np.array([[_stein_fd(X[i], X[j], S[i], S[j], K) for j in range(12)]
+                  for i in range(12)])
+    St, weights = tilt.apply(X, S)
+    V = dense_weights(bootstrap_draws("rademacher", 12, 50, np.random.default_rng(1), "u"))
+    (sums,), forms = stein_sums_and_forms(X, St, [make_kernel(kernel, 1.3)], V,
+                                          weights=weights)
+    off = H - np.diag(np.diag(H))
+    np.testing.assert_allclose(sums.diag, np.diag(H), rtol=1e-5)
+    np.testing.assert_allclose(sums.statistic("u"), off.sum() / (12 * 11), rtol=1e-5)
+    np.testing.assert_allclose(sums.statistic("v"), H.sum() / 144, rtol=1e-5)
+    ref = np.einsum("mi,ij,mj->m", V, off, V)
+    assert_forms_close(forms[:, 0], ref, V, off + 1e-6 * np.abs(off).max())
+
+
+def test_array_api_tilted_pass_equals_numba():
+    xs = pytest.importorskip("array_api_strict")
+    from skstein._xp_stein import xp_sums_and_forms
+
+    rng = np.random.default_rng(2)
+    X = rng.standard_t(3.0, size=(40, 2))
+    tilt = Tilt(2.0, X.mean(axis=0), 1.0)
+    St, w = tilt.apply(X, StudentT(2, 3.0).grad_logpdf(X))
+    kernels = [make_kernel("imq", h) for h in (0.5, 2.0)]
+    V = bootstrap_draws("rademacher", 40, 30, np.random.default_rng(3), "u")
+    a, fa = stein_sums_and_forms(X, St, kernels, V, weights=w)
+    b, fb = xp_sums_and_forms(xs.asarray(X), xs.asarray(St), kernels, V, weights=w)
+    for s, t in zip(a, b):
+        np.testing.assert_allclose(t.statistic("u"), s.statistic("u"), rtol=1e-10)
+        np.testing.assert_allclose(t.diag, s.diag, rtol=1e-10)
+    np.testing.assert_allclose(fb, fa, rtol=1e-5, atol=1e-6 * np.abs(fa).max())
+
+
+@pytest.mark.parametrize("model, growth", [
+    (Gaussian(np.zeros(3)), 1.0),
+    (Laplace(3), 0.0),
+    (StudentT(3, 3.0), -1.0),
+    (StudentT(3, 1.0), -1.0),
+])
+def test_score_growth_of_known_tails(model, growth):
+    X = model.rvs(300, random_state=0)
+    assert abs(score_growth(model, X) - growth) < 0.15  # product tails: not yet asymptotic
+    tilt = resolve_tilt(model, X, "auto")
+    assert (tilt is None) if growth == 1.0 else tilt.exponent == 1.0 - growth
+
+
+def test_a_score_that_fails_far_out_gets_no_tilt():
+    def score(X):
+        if np.abs(X).max() > 50:
+            raise ValueError("outside the model's range")
+        return -X / (1 + X * X)
+
+    X = np.random.default_rng(0).standard_normal((100, 2))
+    assert np.isnan(score_growth(score, X))
+    assert resolve_tilt(score, X, "auto") is None
+    assert KSDTest(score, random_state=0).fit(X).tilt_ is None
+
+
+def test_gaussian_model_keeps_the_plain_test_bit_for_bit():
+    X = np.random.default_rng(4).standard_t(5.0, size=(150, 3))
+    model = Gaussian(np.zeros(3))
+    auto = KSDTest(model, random_state=0).test(X)
+    plain = KSDTest(model, tilt=0, random_state=0).test(X)
+    assert "tilted" not in auto.method
+    np.testing.assert_array_equal(auto.statistics, plain.statistics)
+    np.testing.assert_array_equal(auto.null_distribution, plain.null_distribution)
+    assert auto.pvalue == plain.pvalue
+
+
+def test_auto_aggregates_plain_and_tilted_kernels():
+    X = np.random.default_rng(5).standard_t(6.0, size=(150, 2))
+    model = StudentT(2, 3.0)
+    test = KSDTest(model, random_state=0).fit(X)
+    assert test.tilt_.exponent == 2.0
+    assert test.geometries_ == ("euclidean",) * 10 + ("euclidean, tilted",) * 10
+    res = test.test(X)
+    assert "plain and tilted (q = 2)" in res.method and len(res.statistics) == 20
+    plain = KSDTest(model, tilt=0, random_state=0).test(X)
+    tilted = KSDTest(model, tilt=2, random_state=0).test(X)
+    # one bootstrap: each half equals the test of its own kernels
+    np.testing.assert_allclose(res.statistics[:10], plain.statistics, rtol=1e-12)
+    np.testing.assert_allclose(res.statistics[10:], tilted.statistics, rtol=1e-12)
+    np.testing.assert_array_equal(res.pvalues[:10], plain.pvalues)
+    np.testing.assert_array_equal(res.pvalues[10:], tilted.pvalues)
+    # unfitted, the same numbers; a single bandwidth keeps "auto" plain
+    np.testing.assert_array_equal(KSDTest(model, random_state=0).test(X).statistics,
+                                  res.statistics)
+    assert "tilted" not in KSDTest(model, bandwidth="median", random_state=0).test(X).method
+
+
+def test_tilt_with_whitening_and_companions():
+    rng = np.random.default_rng(6)
+    A = np.diag([1.0, 6.0])
+    X = rng.standard_t(3.0, size=(120, 2)) @ A
+    cov_model = _ScaledT(A)
+    test = KSDTest(cov_model, random_state=0).fit(X)
+    assert set(test.geometries_) == {"euclidean", "whitened", "euclidean, tilted",
+                                     "whitened, tilted"}
+    assert np.isfinite(test.test(X).pvalue)
+    # the perturbed test's companions are tilted like the sample
+    C = X + 0.1
+    engine = LangevinKSD(test.engine_.compute)
+    one = engine.score(test, X, companions=(C,))
+    np.testing.assert_allclose(engine.score_companions(test, X, [C])[0], one, rtol=1e-12)
+
+
+class _ScaledT:
+    """Student-t(3) coordinates scaled by the diagonal ``A``."""
+
+    def __init__(self, A):
+        self.A, self.dim = np.diag(A), A.shape[0]
+
+    def grad_logpdf(self, X):
+        Z = X / self.A
+        return -4.0 * Z / (3.0 + Z * Z) / self.A
+
+
+@pytest.mark.parametrize("tilt", ["none", -0.5, 2.5, True, np.nan, [1.0]])
+def test_bad_tilt_is_named(tilt):
+    X = np.random.default_rng(0).standard_normal((50, 2))
+    with pytest.raises(ValueError, match="tilt"):
+        KSDTest(StudentT(2, 3.0), tilt=tilt).test(X)
+    with pytest.raises(ValueError, match="tilt"):
+        KSDTest(StudentT(2, 3.0), tilt=tilt).fit(X)
+
+
+def test_discrete_model_refuses_a_tilt():
+    model = Categorical(np.full((2, 3), 1 / 3))
+    X = model.rvs(40, random_state=0)
+    assert np.isfinite(KSDTest(model, random_state=0).test(X).pvalue)
+    with pytest.raises(ValueError, match="tilt=1.0 is for continuous models"):
+        KSDTest(model, tilt=1.0).test(X)
+
+
+def test_far_outliers_keep_the_statistic_finite():
+    X = np.random.default_rng(7).standard_t(3.0, size=(100, 2))
+    X[0] = 1e6
+    res = KSDTest(StudentT(2, 3.0), tilt=2, random_state=0).test(X)
+    assert np.isfinite(res.statistic) and 0 < res.pvalue <= 1
+
+
+def test_perturbed_test_runs_with_a_tilted_model():
+    X = np.random.default_rng(8).standard_t(3.0, size=(120, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = PerturbedKSDTest(StudentT(1, 3.0), random_state=0).test(X)
+    assert 0 < res.pvalue <= 1
+
+
+def test_level_and_power_on_student_t():
+    """Seeded: true Student-t(3) samples are rejected within three binomial standard
+    deviations of alpha; t(6) samples, which the plain kernel misses at D = 1, are
+    found by the default's tilted kernels."""
+    model = StudentT(1, 3.0)
+    kw = dict(n_trials=100, random_state=3, verbose=False)
+    level = rejection_rate(KSDTest(model), model, 200, **kw).rate
+    assert level <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 100)
+
+    def lighter(n, rng):
+        return rng.standard_t(6.0, size=(n, 1))
+
+    plain = rejection_rate(KSDTest(model, tilt=0), lighter, 200, **kw).rate
+    auto = rejection_rate(KSDTest(model), lighter, 200, **kw).rate
+    assert plain < 0.15 and auto > 0.4
