@@ -85,6 +85,7 @@ def test_banana_is_the_twisted_gaussian():
     W = model.rvs(40000, random_state=0) @ R.T
     np.testing.assert_allclose(W.mean(0), 0.0, atol=0.05)
     np.testing.assert_allclose(W.var(0), [s * s, 1 + 2 * b * b * s ** 4, 1, 1], rtol=0.05)
+    np.testing.assert_allclose(W.var(0), model.coordinate_variances(), rtol=0.05)
     assert abs(np.corrcoef(W[:, 0], W[:, 1])[0, 1]) < 0.02
     assert np.corrcoef(W[:, 0] ** 2, W[:, 1])[0, 1] > 0.9
     # curvature 0 is the Gaussian

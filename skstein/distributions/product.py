@@ -136,6 +136,19 @@ class Banana(Distribution):
                                  f"matrix, got shape {R.shape}.")
             self.rotation = R
 
+    def coordinate_variances(self):
+        r"""The variances of the coordinates :math:`z = R x`: :math:`s^2`, :math:`1 + 2 b^2
+        s^4`, then ones (of :math:`x` itself without a rotation).
+
+        Returns
+        -------
+        ndarray of shape (dim,)
+        """
+        v = np.ones(self.dim)
+        v[0] = self.scale ** 2
+        v[1] = 1.0 + 2.0 * self.curvature ** 2 * self.scale ** 4
+        return v
+
     def _to_z(self, X):
         return X if self.rotation is None else X @ self.rotation.T
 
