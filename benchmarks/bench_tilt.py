@@ -2,8 +2,9 @@
 
 For each model, its own samples (the level) and samples whose tails differ from it,
 the rejection rates at alpha = 0.05 of the default ``KSDTest`` with ``tilt=0`` (the
-plain kernel) and with ``tilt="auto"`` (the default: exponent 2 for the Student-t
-models, 1 for the Laplace; :mod:`skstein.gof._tilt`), ``--trials`` samples of
+plain kernel) and with ``tilt="auto"`` (the default: plain and tilted kernels
+aggregated, the exponent from the model's tails, :mod:`skstein.gof._tilt`; printed
+once per model, resolved on a sample of it), ``--trials`` samples of
 ``--n`` points each, for every dimension in ``--dims``:
 
 * ``t3``: the product of Student-t(3) coordinates, against t(6) coordinates, N(0, 3 I)
@@ -12,8 +13,7 @@ models, 1 for the Laplace; :mod:`skstein.gof._tilt`), ``--trials`` samples of
 * ``cauchy``: the product of Cauchy coordinates, against t(2);
 * ``laplace``: the product of Laplace coordinates of unit variance, against N(0, I).
 
-The tilt's exponent is printed once per model (resolved by ``"auto"`` on a sample of
-the model). A Gaussian model takes exponent 0: the plain test, the same numbers.
+A Gaussian model takes exponent 0: the plain test, the same numbers.
 
 Run: ``python benchmarks/bench_tilt.py [--dims 1 5 20] [--n 200] [--trials 200]
 [--n-jobs -1]``

@@ -11,7 +11,7 @@ from skstein.discrepancy import stein_sums_and_forms
 from skstein.distributions import Categorical, Gaussian, Laplace, StudentT
 from skstein.experiments import rejection_rate
 from skstein.gof._ksd import LangevinKSD
-from skstein.gof._tilt import Tilt, resolve_tilt, score_growth
+from skstein.gof._tilt import Tilt, resolve_tilt, score_growth, tail_probe
 from skstein.kernels import make_kernel
 
 from _reference import assert_forms_close
@@ -84,17 +84,22 @@ def test_array_api_tilted_pass_equals_numba():
     np.testing.assert_allclose(fb, fa, rtol=1e-5, atol=1e-6 * np.abs(fa).max())
 
 
-@pytest.mark.parametrize("model, growth", [
-    (Gaussian(np.zeros(3)), 1.0),
-    (Laplace(3), 0.0),
-    (StudentT(3, 3.0), -1.0),
-    (StudentT(3, 1.0), -1.0),
+@pytest.mark.parametrize("model, growth, moments, exponent", [
+    (Gaussian(np.zeros(3)), 1.0, np.inf, None),
+    (Laplace(3), 0.0, np.inf, 1.0),
+    (StudentT(1, 6.0), -1.0, 6.0, 2.0),
+    (StudentT(1, 3.0), -1.0, 3.0, 1.5),
+    (StudentT(1, 1.0), -1.0, 1.0, 0.5),
+    (StudentT(3, 3.0), -1.0, 9.0, 2.0),  # along a generic ray: each coordinate's tail
 ])
-def test_score_growth_of_known_tails(model, growth):
+def test_tail_probe_of_known_tails(model, growth, moments, exponent):
     X = model.rvs(300, random_state=0)
-    assert abs(score_growth(model, X) - growth) < 0.15  # product tails: not yet asymptotic
+    a, alpha = tail_probe(model, X)
+    assert abs(a - growth) < 0.15  # a product's coordinates: not yet in their tails
+    assert alpha > 100 if np.isinf(moments) else abs(alpha - moments) < 0.1 * moments
+    assert score_growth(model, X) == a
     tilt = resolve_tilt(model, X, "auto")
-    assert (tilt is None) if growth == 1.0 else tilt.exponent == 1.0 - growth
+    assert (tilt is None) if exponent is None else tilt.exponent == exponent
 
 
 def test_a_score_that_fails_far_out_gets_no_tilt():
@@ -203,7 +208,7 @@ def test_perturbed_test_runs_with_a_tilted_model():
 def test_level_and_power_on_student_t():
     """Seeded: true Student-t(3) samples are rejected within three binomial standard
     deviations of alpha; t(6) samples, which the plain kernel misses at D = 1, are
-    found by the default's tilted kernels."""
+    found by the default's tilted kernels (q = 1.5)."""
     model = StudentT(1, 3.0)
     kw = dict(n_trials=100, random_state=3, verbose=False)
     level = rejection_rate(KSDTest(model), model, 200, **kw).rate
@@ -214,4 +219,4 @@ def test_level_and_power_on_student_t():
 
     plain = rejection_rate(KSDTest(model, tilt=0), lighter, 200, **kw).rate
     auto = rejection_rate(KSDTest(model), lighter, 200, **kw).rate
-    assert plain < 0.15 and auto > 0.4
+    assert plain < 0.15 and auto > 0.2

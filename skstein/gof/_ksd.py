@@ -232,13 +232,15 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
         mean, :math:`\sigma` the median distance to it): the diffusion Stein
         operator that keeps the test's power in the tails of a model whose score
         fades there (see Notes). ``0``: the plain kernel. ``"auto"``: :math:`q = 1 -
-        a`, rounded to the nearest half in [0, 2], for a model score that grows like
-        :math:`\|x\|^a` far beyond the sample (:func:`skstein.gof._tilt.score_growth`
-        probes it at 10 and 100 times the sample's scale): 0 for a Gaussian, a
-        mixture or any score that grows linearly (the plain test, the same numbers),
-        1 for a Laplace, 2 for a Student-t. Resolved on the data given to :meth:`fit`
-        (or to :meth:`test` when not fitted); continuous models only (a discrete model
-        takes ``"auto"`` as 0).
+        a` for a model score that grows like :math:`\|x\|^a` far beyond the sample,
+        at most half the order of the model's moments (which keeps the tilted
+        diagonal's mean finite), both probed at 10 and 100 times the sample's scale
+        (:func:`skstein.gof._tilt.tail_probe`) and rounded to halves, in [0, 2]: 0 for
+        a Gaussian, a mixture or any score that grows linearly (the plain test, the
+        same numbers), 1 for a Laplace, 1.5 for a Student-t(3), 2 for a Student-t(6),
+        0.5 for a Cauchy. Resolved on the data given to :meth:`fit` (or to
+        :meth:`test` when not fitted); continuous models only (a discrete model takes
+        ``"auto"`` as 0).
 
     Attributes
     ----------
@@ -303,10 +305,10 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
     ``labels`` end in ``", tilted"`` for the latter), about twice the cost (1.8 times
     at N = 300 and 1000, D = 5). Measured (``benchmarks/bench_tilt.py``, N = 200,
     200 trials, plain / default): a Student-t(3) model in one dimension against
-    t(6) data 0.065 / 0.53, a Cauchy model against t(2) 0.075 / 0.20, Laplace
-    against a Gaussian 0.64 / 0.70, the model scaled by 1.3 0.37 / 0.28 (the
-    correction's price); in five dimensions t(6) 0.07 / 0.13; in twenty every case
-    within binomial error of the plain test. True samples were rejected at 0.015 to
+    t(6) data 0.065 / 0.295, Laplace against a Gaussian 0.64 / 0.70, the model
+    scaled by 1.3 0.365 / 0.385; in five dimensions t(6) 0.07 / 0.13; in twenty
+    every case within binomial error of the plain test, and a Cauchy model (tilt
+    0.5, its moments allow little) as well. True samples were rejected at 0.025 to
     0.075 (Student-t(3), product and elliptical, Cauchy, Laplace; D = 1, 5, 20).
 
     See Also

@@ -30,10 +30,15 @@ has mean zero under the model wherever :math:`\mathbb E_p[w \|s_p\|]` and
 
 centred on the sample's mean :math:`c`, on the scale :math:`\sigma` of the median
 distance to it, with the exponent :math:`q = 1 - a` for a score that grows like
-:math:`\|x\|^a` (:func:`score_growth`), rounded to the nearest half and kept in
+:math:`\|x\|^a` (:func:`tail_probe`), rounded to the nearest half and kept in
 :math:`[0, 2]`: the drift :math:`w s_p + \nabla w` then grows about linearly, as a
-Gaussian's score does. A model whose score grows linearly or faster (Gaussians,
-mixtures, RBMs) has :math:`q = 0`: no tilt, the kernel of the plain KSD.
+Gaussian's score does. The tilted kernel's diagonal grows like :math:`w^2`, and its
+mean under the model must stay finite (the plain KSD's condition
+:math:`\mathbb E_p \|s_p\|^2 < \infty`), so :math:`q` is at most half the order of
+the model's moments, which the same probe measures: 1.5 for a Student-t(3), 0.5 for a
+Cauchy, 2 for a Student-t(6) (at exactly half, the mean diverges only
+logarithmically; the measured levels held there, ``benchmarks/bench_tilt.py``). A model whose score grows linearly or faster
+(Gaussians, mixtures, RBMs) has :math:`q = 0`: no tilt, the kernel of the plain KSD.
 """
 
 import warnings
@@ -43,7 +48,7 @@ import numpy as np
 
 from .._validation import resolve_score
 
-__all__ = ["Tilt", "score_growth", "resolve_tilt", "TILT_RADII", "MAX_TILT"]
+__all__ = ["Tilt", "tail_probe", "score_growth", "resolve_tilt", "TILT_RADII", "MAX_TILT"]
 
 #: The radii, in units of the sample's median distance to its mean, at which
 #: :func:`score_growth` compares the model's score norms: far beyond the sample, where
@@ -97,17 +102,29 @@ def _centre_and_scale(X):
     return c, r, scale
 
 
-def score_growth(model, X, score=None):
-    r"""The exponent :math:`a` of the growth :math:`\|s_p(x)\| \sim \|x\|^a` of the
-    model's score, probed far out along the sample's directions.
+def _median_of_most(values, n):
+    """The median of the finite ``values``, NaN unless more than half of ``n`` are."""
+    values = values[np.isfinite(values)]
+    return float(np.median(values)) if 2 * values.size > n else np.nan
+
+
+def tail_probe(model, X, score=None):
+    r"""``(a, alpha)``: the growth :math:`\|s_p(x)\| \sim \|x\|^a` of the model's score
+    and the order :math:`\alpha` of the moments its density has, probed far out along
+    the sample's directions.
 
     From the sample's mean :math:`c`, along the direction :math:`u_i` of each of (up to
-    200, evenly spaced) rows, the score norms at :math:`c + \rho u_i \sigma` for the
+    200, evenly spaced) rows, the model's scores at :math:`c + \rho u_i \sigma` for the
     two radii :data:`TILT_RADII` (in units of the median distance :math:`\sigma` to
-    :math:`c`) give :math:`\log_{10}` of their ratio; the median over the directions
-    is :math:`a`. A Gaussian gives 1, a Laplace 0, a Student-t -1.
+    :math:`c`): :math:`a` is the median over the directions of :math:`\log_{10}` of
+    the ratio of their norms (a Gaussian gives 1, a Laplace 0, a Student-t -1). A
+    density that falls like :math:`\|x\|^{-m}` along a ray has :math:`\rho \sigma\,
+    s_p \cdot u \to -m` and moments of the orders below :math:`\alpha = m - D`:
+    :math:`\alpha` is the median of :math:`-\rho \sigma\, s_p \cdot u_i - D` at the
+    outer radius (a Student-t(:math:`\nu`) gives :math:`\nu`; a Gaussian or a Laplace,
+    whose every moment is finite, a number that grows with the radius).
 
-    Returns NaN when it cannot be measured: no row away from the mean, or a score that
+    Each is NaN when it cannot be measured: no row away from the mean, or a score that
     fails, vanishes or is not finite at the probed points in most directions. The
     score's warnings at such far points are silenced (the probe is advisory).
     ``score``: a callable that evaluates the model's score at NumPy points and returns
@@ -117,30 +134,34 @@ def score_growth(model, X, score=None):
     X = np.asarray(X, dtype=np.float64)
     c, r, sigma = _centre_and_scale(X)
     if not (np.isfinite(sigma) and sigma > 0):
-        return np.nan
+        return np.nan, np.nan
     rows = np.unique(np.linspace(0, X.shape[0] - 1, GROWTH_POINTS).astype(int))
     rows = rows[r[rows] > 0]
     if rows.size == 0:
-        return np.nan
+        return np.nan, np.nan
     U = (X[rows] - c) / r[rows, None]
     score = resolve_score(model, "model") if score is None else score
-    norms = []
+    scores = []
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             for rho in TILT_RADII:
                 S = np.asarray(score(c + (rho * sigma) * U), dtype=np.float64)
                 if S.shape != U.shape:
-                    return np.nan
-                norms.append(np.sqrt(np.einsum("ij,ij->i", S, S)))
+                    return np.nan, np.nan
+                scores.append(S)
     except (ArithmeticError, ValueError, TypeError):  # undefined that far out: no tilt
-        return np.nan
+        return np.nan, np.nan
     with np.errstate(all="ignore"):
+        norms = [np.sqrt(np.einsum("ij,ij->i", S, S)) for S in scores]
         ratio = np.log10(norms[1] / norms[0]) / np.log10(TILT_RADII[1] / TILT_RADII[0])
-    ratio = ratio[np.isfinite(ratio)]
-    if 2 * ratio.size <= rows.size:
-        return np.nan
-    return float(np.median(ratio))
+        radial = -(TILT_RADII[1] * sigma) * np.einsum("ij,ij->i", scores[1], U) - X.shape[1]
+    return _median_of_most(ratio, rows.size), _median_of_most(radial, rows.size)
+
+
+def score_growth(model, X, score=None):
+    """The exponent ``a`` of :func:`tail_probe`."""
+    return tail_probe(model, X, score)[0]
 
 
 def check_tilt(tilt):
@@ -160,18 +181,23 @@ def check_tilt(tilt):
 
 
 def resolve_tilt(model, X, tilt, score=None):
-    """The :class:`Tilt` of a test on ``X`` (NumPy), or None for the untilted kernel.
+    r"""The :class:`Tilt` of a test on ``X`` (NumPy), or None for the untilted kernel.
 
-    ``tilt``: ``"auto"`` takes :math:`q = 1 - a` of :func:`score_growth` rounded to
-    the nearest half in ``[0, MAX_TILT]`` (none where the growth cannot be measured);
-    a number is :math:`q` itself. The centre and scale are the sample's mean and the
-    median distance to it. ``score``: as for :func:`score_growth`.
+    ``tilt``: ``"auto"`` takes :math:`q = 1 - a`, at most :math:`\alpha / 2`, of
+    :func:`tail_probe`, each rounded to the nearest half, in ``[0, MAX_TILT]`` (none
+    where the growth cannot be measured); a number is :math:`q` itself. The bound
+    keeps the tilted kernel's diagonal, which grows like :math:`w(x)^2 \sim
+    \|x\|^{2q}`, of finite mean under the model, as the plain KSD needs
+    :math:`\mathbb E_p \|s_p\|^2 < \infty`: 1.5 for a Student-t(3), 0.5 for a
+    Cauchy. The centre and scale are the sample's mean and the median distance to
+    it. ``score``: as for :func:`tail_probe`.
     """
     tilt = check_tilt(tilt)
     if isinstance(tilt, str):
-        a = score_growth(model, X, score)
+        a, alpha = tail_probe(model, X, score)
+        cap = MAX_TILT if np.isnan(alpha) else np.round(alpha) / 2.0
         q = 0.0 if not np.isfinite(a) else float(np.clip(np.round(2.0 * (1.0 - a)) / 2.0,
-                                                         0.0, MAX_TILT))
+                                                         0.0, min(MAX_TILT, cap)))
     else:
         q = tilt
     if q == 0.0:
