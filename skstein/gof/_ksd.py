@@ -633,7 +633,8 @@ class LangevinKSD(EstimatorEngine):
             )
         if len(parts) > 1:
             per = len(kernels) // len(parts)
-            method += (f", aggregated over {len(parts)} geometries x {per} "
+            families = "kernel families" if tilts else "geometries"  # the labels name them
+            method += (f", aggregated over {len(parts)} {families} x {per} "
                        f"bandwidth{'s' if per > 1 else ''})")
             common["labels"] = labels
         else:
