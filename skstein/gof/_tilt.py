@@ -124,6 +124,11 @@ def tail_probe(model, X, score=None):
     outer radius (a Student-t(:math:`\nu`) gives :math:`\nu`; a Gaussian or a Laplace,
     whose every moment is finite, a number that grows with the radius).
 
+    The radii are measured from the sample, not from the model's own centre: a sample
+    far from the model (beyond ten times its own spread, which the plain kernels
+    reject anyway) can make a Gaussian's score look bounded there, and the test then
+    adds tilted kernels it does not need (a cost, not a wrong level).
+
     Each is NaN when it cannot be measured: no row away from the mean, or a score that
     fails, vanishes or is not finite at the probed points in most directions. The
     score's warnings at such far points are silenced (the probe is advisory).
