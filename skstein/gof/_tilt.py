@@ -37,8 +37,9 @@ mean under the model must stay finite (the plain KSD's condition
 :math:`\mathbb E_p \|s_p\|^2 < \infty`), so :math:`q` is at most half the order of
 the model's moments, which the same probe measures: 1.5 for a Student-t(3), 0.5 for a
 Cauchy, 2 for a Student-t(6) (at exactly half, the mean diverges only
-logarithmically; the measured levels held there, ``benchmarks/bench_tilt.py``). A model whose score grows linearly or faster
-(Gaussians, mixtures, RBMs) has :math:`q = 0`: no tilt, the kernel of the plain KSD.
+logarithmically; the measured levels held there, ``benchmarks/bench_tilt.py``). A
+model whose score grows linearly or faster (Gaussians, mixtures, RBMs) has
+:math:`q = 0`: no tilt, the kernel of the plain KSD.
 """
 
 import warnings
@@ -51,7 +52,7 @@ from .._validation import resolve_score
 __all__ = ["Tilt", "tail_probe", "score_growth", "resolve_tilt", "TILT_RADII", "MAX_TILT"]
 
 #: The radii, in units of the sample's median distance to its mean, at which
-#: :func:`score_growth` compares the model's score norms: far beyond the sample, where
+#: :func:`tail_probe` compares the model's scores: far beyond the sample, where
 #: the score's tail behaviour shows, and a decade apart.
 TILT_RADII = (10.0, 100.0)
 
@@ -60,7 +61,7 @@ TILT_RADII = (10.0, 100.0)
 #: sample's few outermost points further.
 MAX_TILT = 2.0
 
-#: Rows of the sample whose directions :func:`score_growth` probes (evenly spaced).
+#: Rows of the sample whose directions :func:`tail_probe` probes (evenly spaced).
 GROWTH_POINTS = 200
 
 
@@ -200,7 +201,8 @@ def resolve_tilt(model, X, tilt, score=None):
     tilt = check_tilt(tilt)
     if isinstance(tilt, str):
         a, alpha = tail_probe(model, X, score)
-        cap = MAX_TILT if np.isnan(alpha) else np.round(alpha) / 2.0
+        # no moment of positive order (a score that pushes outwards): no tilt
+        cap = MAX_TILT if np.isnan(alpha) else max(0.0, np.round(alpha) / 2.0)
         q = 0.0 if not np.isfinite(a) else float(np.clip(np.round(2.0 * (1.0 - a)) / 2.0,
                                                          0.0, min(MAX_TILT, cap)))
     else:
