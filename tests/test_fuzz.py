@@ -587,6 +587,24 @@ def test_ksd_test_aggregated(case, fitted):
          case, fitted)
 
 
+def student_t_score(X):
+    """The score of independent Student-t(3) coordinates (a model the tilt takes)."""
+    X = np.asarray(X, dtype=np.float64)
+    with np.errstate(over="ignore"):  # -4 x / (3 + x^2) -> 0 where x^2 overflows
+        return -4.0 * X / (3.0 + X * X)
+
+
+@FUZZ
+@given(case=cases(bandwidths=False), fitted=st.booleans(),
+       tilt=st.sampled_from(["auto", 0.5, 2.0]))
+def test_ksd_test_tilted(case, fitted, tilt):
+    case.model = student_t_score
+    case.fail -= {"model"}
+    case.maybe -= {"model"}
+    _gof(lambda: KSDTest(case.model, n_bandwidths=3, n_bootstrap=50, tilt=tilt,
+                         random_state=0), case, fitted)
+
+
 @FEW
 @given(case=cases(min_rows=4, max_n=10, sliced=True), variant=st.sampled_from(["g", "rg"]),
        cv=st.sampled_from([None, 2]), moment=st.sampled_from([False, "pooled"]))
