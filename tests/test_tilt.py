@@ -144,6 +144,13 @@ def test_auto_aggregates_plain_and_tilted_kernels():
     np.testing.assert_array_equal(KSDTest(model, random_state=0).test(X).statistics,
                                   res.statistics)
     assert "tilted" not in KSDTest(model, bandwidth="median", random_state=0).test(X).method
+    # a number tilts a single bandwidth too (and whitened, the method says both)
+    single = KSDTest(model, bandwidth="median", tilt=1.0, random_state=0).fit(X)
+    assert single.geometries_ == ("euclidean, tilted",) and single.tilt_.exponent == 1.0
+    res1 = single.test(X)
+    assert "tilted (q = 1)" in res1.method and isinstance(res1.bandwidth, float)
+    white = KSDTest(model, bandwidth="median", tilt=1.0, whiten=True, random_state=0).test(X)
+    assert "whitened, tilted (q = 1)" in white.method
 
 
 def test_tilt_with_whitening_and_companions():
