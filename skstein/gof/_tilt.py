@@ -138,7 +138,12 @@ def tail_probe(model, X, score=None):
     called on its own arrays by the caller's ``score``).
     """
     X = np.asarray(X, dtype=np.float64)
-    c, r, sigma = _centre_and_scale(X)
+    return _probe(model, X, _centre_and_scale(X), score)
+
+
+def _probe(model, X, frame, score):
+    """:func:`tail_probe` of float64 ``X`` whose ``_centre_and_scale`` is ``frame``."""
+    c, r, sigma = frame
     if not (np.isfinite(sigma) and sigma > 0):
         return np.nan, np.nan
     rows = np.unique(np.linspace(0, X.shape[0] - 1, GROWTH_POINTS).astype(int))
@@ -199,17 +204,16 @@ def resolve_tilt(model, X, tilt, score=None):
     it. ``score``: as for :func:`tail_probe`.
     """
     tilt = check_tilt(tilt)
+    X = np.asarray(X, dtype=np.float64)
+    c, _, sigma = frame = _centre_and_scale(X)
+    if not (np.isfinite(sigma) and sigma > 0):  # every row at one point: nothing to weight
+        return None
     if isinstance(tilt, str):
-        a, alpha = tail_probe(model, X, score)
+        a, alpha = _probe(model, X, frame, score)
         # no moment of positive order (a score that pushes outwards): no tilt
         cap = MAX_TILT if np.isnan(alpha) else max(0.0, np.round(alpha) / 2.0)
         q = 0.0 if not np.isfinite(a) else float(np.clip(np.round(2.0 * (1.0 - a)) / 2.0,
                                                          0.0, min(MAX_TILT, cap)))
     else:
         q = tilt
-    if q == 0.0:
-        return None
-    c, _, sigma = _centre_and_scale(np.asarray(X, dtype=np.float64))
-    if not (np.isfinite(sigma) and sigma > 0):  # every row at one point: nothing to weight
-        return None
-    return Tilt(q, c, sigma)
+    return None if q == 0.0 else Tilt(q, c, sigma)
