@@ -675,9 +675,11 @@ class LangevinKSD(EstimatorEngine):
         out = []
         for C in companion_sets:
             SC = self.compute.scores(est.model, C, "model")
+            tilt = next((p[4] for p in parts if p[4] is not None), None)  # one at most
+            tilted = None if tilt is None else self._tilted(tilt, C, SC)
             paired = []
-            for (_, ks, _, maps, tilt), (sums, blind) in zip(parts, base):
-                SCt, wc = self._tilted(tilt, C, SC)
+            for (_, ks, _, maps, part_tilt), (sums, blind) in zip(parts, base):
+                SCt, wc = (SC, None) if part_tilt is None else tilted
                 Cg, SCg = (C, SCt) if maps is None else (C @ maps[0], SCt @ maps[1])
                 more, _ = self._sums(est, (Cg, SCg, wc), ks, None)
                 paired.append(([a + b for a, b in zip(sums, more)], blind))
