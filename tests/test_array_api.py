@@ -404,12 +404,16 @@ def test_float32_data_compute_in_float32(dispatch):
 
 
 class StrictStudentT:
-    """Student-t(3) coordinates, the score in the namespace of its input: a tilted test."""
+    """Student-t(``df``) coordinates, the score in the namespace of its input: a tilted
+    test."""
 
     dim = 2
 
+    def __init__(self, df=3.0):
+        self.df = df
+
     def grad_logpdf(self, X):
-        return -4.0 * X / (3.0 + X * X)
+        return -(self.df + 1.0) * X / (self.df + X * X)
 
 
 def test_tilted_ksd_test_equals_numba_path(dispatch):
@@ -423,3 +427,16 @@ def test_tilted_ksd_test_equals_numba_path(dispatch):
     _close(r0.statistics, r1.statistics)
     np.testing.assert_array_equal(r0.pvalues, r1.pvalues)
     assert r0.pvalue == r1.pvalue
+
+
+def test_tilted_relative_ksd_equals_numba_path(dispatch):
+    X = np.random.default_rng(10).standard_t(4.0, size=(150, 2))
+    p, q = StrictStudentT(10.0), StrictStudentT(4.0)
+    r0 = RelativeKSDTest(p, q, random_state=0).test(X)
+    fitted = RelativeKSDTest(p, q, random_state=0).fit(xs.asarray(X))
+    r1 = fitted.test(xs.asarray(X))
+    assert "plain and tilted" in r0.method and r1.method == r0.method
+    assert fitted.geometries_[-1] == "euclidean, tilted"
+    _close(r0.statistics, r1.statistics)
+    _close(r0.zscores, r1.zscores)
+    assert r0.pvalue == pytest.approx(r1.pvalue, rel=1e-8) and r0.reject == r1.reject

@@ -716,6 +716,21 @@ def test_relative_ksd_test(case, fitted, discrepancy):
     _gof(make, case, fitted, fail=fail, maybe=_split_repeats(case) if unfitted_maxsksd else ())
 
 
+def shifted_student_t_score(X):
+    return student_t_score(np.asarray(X, dtype=np.float64) - 0.5)
+
+
+@FUZZ
+@given(case=cases(min_rows=3, max_n=10, model_name="model_p", bandwidths=False),
+       fitted=st.booleans(), tilt=st.sampled_from(["auto", 0.5, 2.0]))
+def test_relative_ksd_test_tilted(case, fitted, tilt):
+    case.model = student_t_score
+    case.fail -= {"model_p"}
+    case.maybe -= {"model_p"}
+    _gof(lambda: RelativeKSDTest(case.model, shifted_student_t_score, n_bandwidths=3,
+                                 tilt=tilt, random_state=0), case, fitted)
+
+
 @FEW
 @given(case=cases(min_rows=3), fitted=st.booleans())
 def test_relative_mmd_test(case, fitted):

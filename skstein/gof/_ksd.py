@@ -229,7 +229,7 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
     tilt : "auto" or float in [0, 2], default="auto"
         The exponent :math:`q` of a tilted base kernel :math:`w(x) k(x, y) w(y)`,
         :math:`w(x) = (1 + \|x - c\|^2 / \sigma^2)^{q/2}` (:math:`c` the sample's
-        mean, :math:`\sigma` the median distance to it): the diffusion Stein
+        spatial median, :math:`\sigma` the median distance to it): the diffusion Stein
         operator that keeps the test's power in the tails of a model whose score
         fades there (see Notes). ``0``: the plain kernel. ``"auto"``: :math:`q = 1 -
         a` for a model score that grows like :math:`\|x\|^a` far beyond the sample,
@@ -306,9 +306,9 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
     at N = 300 and 1000, D = 5). Measured (``benchmarks/bench_tilt.py``, N = 200,
     200 trials, plain / default): a Student-t(3) model in one dimension against
     t(6) data 0.065 / 0.295, Laplace against a Gaussian 0.64 / 0.70, the model
-    scaled by 1.3 0.365 / 0.385; in five dimensions t(6) 0.07 / 0.13; in twenty
+    scaled by 1.3 0.365 / 0.41; in five dimensions t(6) 0.07 / 0.13; in twenty
     every case within binomial error of the plain test, and a Cauchy model (tilt
-    0.5, its moments allow little) as well. True samples were rejected at 0.025 to
+    0.5, its moments allow little) as well. True samples were rejected at 0.020 to
     0.075 (Student-t(3), product and elliptical, Cauchy, Laplace; D = 1, 5, 20).
 
     See Also

@@ -28,7 +28,8 @@ has mean zero under the model wherever :math:`\mathbb E_p[w \|s_p\|]` and
 
     w(x) = \left(1 + \|x - c\|^2 / \sigma^2\right)^{q / 2},
 
-centred on the sample's mean :math:`c`, on the scale :math:`\sigma` of the median
+centred on the sample's spatial median :math:`c` (:func:`spatial_median`: a Cauchy
+sample's mean is as spread as one draw), on the scale :math:`\sigma` of the median
 distance to it, with the exponent :math:`q = 1 - a` for a score that grows like
 :math:`\|x\|^a` (:func:`tail_probe`), rounded to the nearest half and kept in
 :math:`[0, 2]`: the drift :math:`w s_p + \nabla w` then grows about linearly, as a
@@ -49,9 +50,10 @@ import numpy as np
 
 from .._validation import resolve_score
 
-__all__ = ["Tilt", "tail_probe", "score_growth", "resolve_tilt", "TILT_RADII", "MAX_TILT"]
+__all__ = ["Tilt", "tail_probe", "score_growth", "resolve_tilt", "resolve_shared_tilt",
+           "tail_index", "spatial_median", "TILT_RADII", "MAX_TILT"]
 
-#: The radii, in units of the sample's median distance to its mean, at which
+#: The radii, in units of the sample's median distance to its spatial median, at which
 #: :func:`tail_probe` compares the model's scores: far beyond the sample, where
 #: the score's tail behaviour shows, and a decade apart.
 TILT_RADII = (10.0, 100.0)
@@ -94,11 +96,35 @@ class Tilt:
         return f"Tilt(exponent={self.exponent:g}, scale={self.scale:.4g})"
 
 
+def spatial_median(X, max_iter=100):
+    r"""The spatial (geometric) median of the rows of ``X``: the point :math:`c` that
+    minimises :math:`\sum_i \|x_i - c\|`, by Weiszfeld's iterations from the
+    coordinate-wise median (at most ``max_iter``, until a step below
+    :math:`10^{-10}` of the median distance to that start). Unlike the mean it stays among the
+    sample's bulk when the tails are heavy (a Cauchy sample's mean is as spread as one
+    draw), and unlike the coordinate-wise median it moves with the sample under a
+    rotation."""
+    c = np.median(X, axis=0)
+    scale = None
+    for _ in range(max_iter):
+        d = np.sqrt(np.einsum("ij,ij->i", X - c, X - c))
+        if scale is None:  # the tolerance's unit, from the start
+            scale = float(np.median(d))
+        if not scale > 0:  # more than half the rows at c
+            break
+        inv = 1.0 / np.maximum(d, 1e-12 * scale)
+        step = inv @ X / inv.sum() - c
+        c = c + step
+        if np.sqrt(step @ step) <= 1e-10 * scale:
+            break
+    return c
+
+
 def _centre_and_scale(X):
-    c = X.mean(axis=0)
+    c = spatial_median(X)
     r = np.sqrt(np.einsum("ij,ij->i", X - c, X - c))
     scale = float(np.median(r))
-    if not scale > 0:  # more than half the rows at the mean: the spread of the others
+    if not scale > 0:  # more than half the rows at the centre: the spread of the others
         scale = float(r.max())
     return c, r, scale
 
@@ -114,7 +140,7 @@ def tail_probe(model, X, score=None):
     and the order :math:`\alpha` of the moments its density has, probed far out along
     the sample's directions.
 
-    From the sample's mean :math:`c`, along the direction :math:`u_i` of each of (up to
+    From the sample's spatial median :math:`c`, along the direction :math:`u_i` of each of (up to
     200, evenly spaced) rows, the model's scores at :math:`c + \rho u_i \sigma` for the
     two radii :data:`TILT_RADII` (in units of the median distance :math:`\sigma` to
     :math:`c`): :math:`a` is the median over the directions of :math:`\log_{10}` of
@@ -130,7 +156,7 @@ def tail_probe(model, X, score=None):
     reject anyway) can make a Gaussian's score look bounded there, and the test then
     adds tilted kernels it does not need (a cost, not a wrong level).
 
-    Each is NaN when it cannot be measured: no row away from the mean, or a score that
+    Each is NaN when it cannot be measured: no row away from the centre, or a score that
     fails, vanishes or is not finite at the probed points in most directions. The
     score's warnings at such far points are silenced (the probe is advisory).
     ``score``: a callable that evaluates the model's score at NumPy points and returns
@@ -191,6 +217,52 @@ def check_tilt(tilt):
     return float(tilt)
 
 
+def tail_index(X):
+    r"""The Hill estimate of the order of the moments of the sample's radial tail.
+
+    From the distances :math:`r_{(1)} \ge r_{(2)} \ge \dots` of the rows to their
+    spatial median, with :math:`k = \lceil \sqrt n \rceil`,
+
+    .. math::
+
+        \hat\alpha = k \Big/ \sum_{i=1}^{k} \log \frac{r_{(i)}}{r_{(k+1)}}:
+
+    a distribution whose radius has a tail :math:`P(R > r) \sim r^{-\alpha}` has
+    moments of the orders below :math:`\alpha`. Its standard error is about
+    :math:`\hat\alpha / \sqrt k`, and at a few hundred points it reads a
+    Student-t(:math:`\nu`)'s tail below :math:`\nu` (the middle 90% of 50 samples of
+    300 points: 2.1-4.2 for a one-dimensional t(4), 0.8-1.5 for a Cauchy); a Gaussian
+    sample gives a number that grows with ``n`` (4-8 in one dimension, 8-14 in five,
+    at 300 points). Infinite where the outermost radii are equal; NaN with fewer than
+    :math:`k + 1` rows away from the centre.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    return _hill(_centre_and_scale(X)[1])
+
+
+def _hill(r):
+    k = int(np.ceil(np.sqrt(r.size)))
+    r = np.sort(r)[::-1]
+    if r.size < k + 1 or not r[k] > 0:
+        return np.nan
+    total = float(np.sum(np.log(r[:k] / r[k])))
+    return np.inf if total == 0.0 else k / total
+
+
+def _half(value):
+    """``value`` rounded to the nearest half."""
+    return np.round(2.0 * value) / 2.0
+
+
+def _auto_exponent(model, X, frame, score):
+    """The exponent of ``tilt="auto"`` for ``model`` (see :func:`resolve_tilt`)."""
+    a, alpha = _probe(model, X, frame, score)
+    # no moment of positive order (a score that pushes outwards): no tilt
+    cap = MAX_TILT if np.isnan(alpha) else max(0.0, np.round(alpha) / 2.0)
+    return 0.0 if not np.isfinite(a) else float(np.clip(_half(1.0 - a), 0.0,
+                                                        min(MAX_TILT, cap)))
+
+
 def resolve_tilt(model, X, tilt, score=None):
     r"""The :class:`Tilt` of a test on ``X`` (NumPy), or None for the untilted kernel.
 
@@ -200,20 +272,38 @@ def resolve_tilt(model, X, tilt, score=None):
     keeps the tilted kernel's diagonal, which grows like :math:`w(x)^2 \sim
     \|x\|^{2q}`, of finite mean under the model, as the plain KSD needs
     :math:`\mathbb E_p \|s_p\|^2 < \infty`: 1.5 for a Student-t(3), 0.5 for a
-    Cauchy. The centre and scale are the sample's mean and the median distance to
-    it. ``score``: as for :func:`tail_probe`.
+    Cauchy. The centre and scale are the sample's spatial median and the median
+    distance to it. ``score``: as for :func:`tail_probe`.
+    """
+    return resolve_shared_tilt((model,), X, tilt, None if score is None else (score,),
+                               data_bound=False)
+
+
+def resolve_shared_tilt(models, X, tilt, scores=None, data_bound=True):
+    r"""The :class:`Tilt` shared by the Stein kernels of several ``models`` on ``X``
+    (NumPy), or None: the kernel of a comparison, which must be the same for all.
+
+    ``"auto"`` takes the smallest of the models' exponents of :func:`resolve_tilt`, so
+    that no model's drift grows faster than linearly and the moment bound holds for
+    each; with ``data_bound``, at most half the sample's own order of moments,
+    :func:`tail_index` rounded to an integer (the statistics average over the data's
+    distribution, whose tails may be heavier than every model's). A number is
+    :math:`q` itself. ``scores``: one callable per model, as ``score`` of
+    :func:`tail_probe`.
     """
     tilt = check_tilt(tilt)
+    if not isinstance(tilt, str) and tilt == 0.0:
+        return None
     X = np.asarray(X, dtype=np.float64)
-    c, _, sigma = frame = _centre_and_scale(X)
+    c, r, sigma = frame = _centre_and_scale(X)
     if not (np.isfinite(sigma) and sigma > 0):  # every row at one point: nothing to weight
         return None
     if isinstance(tilt, str):
-        a, alpha = _probe(model, X, frame, score)
-        # no moment of positive order (a score that pushes outwards): no tilt
-        cap = MAX_TILT if np.isnan(alpha) else max(0.0, np.round(alpha) / 2.0)
-        q = 0.0 if not np.isfinite(a) else float(np.clip(np.round(2.0 * (1.0 - a)) / 2.0,
-                                                         0.0, min(MAX_TILT, cap)))
+        scores = (None,) * len(models) if scores is None else scores
+        q = min(_auto_exponent(m, X, frame, s) for m, s in zip(models, scores))
+        if data_bound and q > 0.0:
+            alpha = _hill(r)
+            q = 0.0 if np.isnan(alpha) else min(q, max(0.0, np.round(min(alpha, 1e6)) / 2.0))
     else:
         q = tilt
     return None if q == 0.0 else Tilt(q, c, sigma)
