@@ -15,6 +15,7 @@ from skstein.distributions import Categorical, Gaussian, Laplace, StudentT
 from skstein.experiments import rejection_rate
 from skstein.gof._ksd import LangevinKSD
 from skstein.gof._tilt import (
+    MIN_TILT_SAMPLES,
     Tilt,
     resolve_shared_tilt,
     resolve_tilt,
@@ -111,6 +112,18 @@ def test_tail_probe_of_known_tails(model, growth, moments, exponent):
     assert score_growth(model, X) == a
     tilt = resolve_tilt(model, X, "auto")
     assert (tilt is None) if exponent is None else tilt.exponent == exponent
+
+
+def test_auto_tilts_samples_of_fifty_points_and_more():
+    X = np.random.default_rng(18).standard_t(6.0, size=(MIN_TILT_SAMPLES, 1))
+    model = StudentT(1, 3.0)
+    assert MIN_TILT_SAMPLES == 50
+    assert KSDTest(model).fit(X).tilt_.exponent == 1.5
+    assert KSDTest(model).fit(X[:-1]).tilt_ is None
+    assert KSDTest(model, tilt=1.5).fit(X[:-1]).tilt_.exponent == 1.5  # the user's choice
+    p, q = StudentT(1, 10.0), StudentT(1, 3.0)
+    assert RelativeKSDTest(p, q).fit(X).tilt_ is not None
+    assert RelativeKSDTest(p, q).fit(X[:-1]).tilt_ is None
 
 
 def test_a_score_that_fails_far_out_gets_no_tilt():
@@ -329,6 +342,8 @@ def test_relative_auto_aggregates_plain_and_tilted_kernels():
     np.testing.assert_array_equal(RelativeKSDTest(p, q, random_state=0).test(X).zscores,
                                   res.zscores)
     assert "tilted" not in RelativeKSDTest(p, q, bandwidth="median").test(X).method
+    white = RelativeKSDTest(p, q, whiten=True, random_state=0).test(X)
+    assert f"whitened, plain and tilted (q = {e:g}), max over 20 kernels" in white.method
     # the tilted statistics are the goodness-of-fit test's tilted KSDs of each model
     for model, value in ((p, tilted.discrepancy_p), (q, tilted.discrepancy_q)):
         gof = KSDTest(model, kernel="imq", bandwidth=tilted.bandwidth, tilt=e)

@@ -48,10 +48,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._bootstrap import SMALL_SAMPLE
 from .._validation import resolve_score
 
 __all__ = ["Tilt", "tail_probe", "score_growth", "resolve_tilt", "resolve_shared_tilt",
-           "tail_index", "spatial_median", "TILT_RADII", "MAX_TILT"]
+           "tail_index", "spatial_median", "TILT_RADII", "MAX_TILT", "MIN_TILT_SAMPLES"]
 
 #: The radii, in units of the sample's median distance to its spatial median, at which
 #: :func:`tail_probe` compares the model's scores: far beyond the sample, where
@@ -62,6 +63,13 @@ TILT_RADII = (10.0, 100.0)
 #: (:math:`\|s\| \sim 1/\|x\|`) into a linear drift; a larger one would only weight the
 #: sample's few outermost points further.
 MAX_TILT = 2.0
+
+#: ``tilt="auto"`` tilts samples of at least this many points (the size below which
+#: the multinomial bootstrap's asymptotics are not trusted either): below it the
+#: weights rest on a handful of outer points, and true Student-t(3) samples of 10
+#: points in one dimension were rejected in 0.115 of 400 trials with the plain and
+#: tilted kernels, 0.01 with the plain ones alone.
+MIN_TILT_SAMPLES = SMALL_SAMPLE
 
 #: Rows of the sample whose directions :func:`tail_probe` probes (evenly spaced).
 GROWTH_POINTS = 200
@@ -268,7 +276,8 @@ def resolve_tilt(model, X, tilt, score=None):
 
     ``tilt``: ``"auto"`` takes :math:`q = 1 - a`, at most :math:`\alpha / 2`, of
     :func:`tail_probe`, each rounded to the nearest half, in ``[0, MAX_TILT]`` (none
-    where the growth cannot be measured); a number is :math:`q` itself. The bound
+    where the growth cannot be measured, nor for fewer than :data:`MIN_TILT_SAMPLES`
+    rows); a number is :math:`q` itself. The bound
     keeps the tilted kernel's diagonal, which grows like :math:`w(x)^2 \sim
     \|x\|^{2q}`, of finite mean under the model, as the plain KSD needs
     :math:`\mathbb E_p \|s_p\|^2 < \infty`: 1.5 for a Student-t(3), 0.5 for a
@@ -299,6 +308,8 @@ def resolve_shared_tilt(models, X, tilt, scores=None, data_bound=True):
     if not (np.isfinite(sigma) and sigma > 0):  # every row at one point: nothing to weight
         return None
     if isinstance(tilt, str):
+        if X.shape[0] < MIN_TILT_SAMPLES:
+            return None
         scores = (None,) * len(models) if scores is None else scores
         q = min(_auto_exponent(m, X, frame, s) for m, s in zip(models, scores))
         if data_bound and q > 0.0:

@@ -19,7 +19,6 @@ from .._validation import (
 )
 from .._xp import host_single_blas
 from ..directions import _from_whitened, search_directions
-from ..gof._tilt import check_tilt, resolve_shared_tilt
 from ..discrepancy import (
     DEFAULT_MAX_MEMORY,
     is_collection,
@@ -29,6 +28,7 @@ from ..discrepancy import (
     sliced_stein_sums,
     stein_sums,
 )
+from ..gof._tilt import check_tilt, resolve_shared_tilt
 from ..kernels import KERNELS, auto_whitening, bandwidth_factor_grid, make_kernel, whitening
 from . import _discrete
 from ._base import RelativeMixin, check_train_size, train_rows
@@ -161,11 +161,11 @@ def _method_name(discrepancy, kernel, variance, latent, n_kernels=1, n_folds=1, 
     name = {"ksd": "KSD", "maxsksd": "maxSKSD"}[discrepancy]
     if latent:
         name = "L" + name
+    if plain:  # the tilted kernels are a second family of each geometry
+        geometries //= 2
     extra = ", whitened" if whitened and geometries == 1 else ""
     if tilt is not None:
         extra += f", {'plain and ' if plain else ''}tilted (q = {tilt.exponent:g})"
-        if plain:  # the tilted kernels are a second family of each geometry
-            geometries //= 2
     if shared:
         extra += ", shared directions"
     if n_kernels > 1:
@@ -322,7 +322,8 @@ class RelativeKSDTest(EngineMixin, RelativeMixin, BaseEstimator):
         max-z test over the plain and the tilted kernels (``geometries_`` and the
         result's ``labels`` end in ``", tilted"`` for the latter); 0, the plain
         test with the same numbers, where either model's score grows linearly (a
-        Gaussian, a mixture) and for posterior scores. A number tilts every kernel.
+        Gaussian, a mixture), for posterior scores and for fewer than 50 points
+        (:data:`~skstein.gof._tilt.MIN_TILT_SAMPLES`). A number tilts every kernel.
         Resolved on the data given to :meth:`fit` (or to :meth:`test` when not
         fitted); continuous models only.
 
