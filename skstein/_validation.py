@@ -356,15 +356,15 @@ def evaluate_score(model, X, name="model", check_tails=True, values=None, finite
     return np.ascontiguousarray(S)
 
 
-def tail_index(values):
+def tail_index(values, min_values=100):
     """Hill estimate of the tail index of positive ``values`` (top sqrt(n) order statistics).
 
-    Returns ``inf`` for fewer than 100 values.
+    Returns ``inf`` for fewer than ``min_values`` values (at least 11).
     """
     values = np.sort(np.asarray(values, dtype=np.float64))[::-1]
     n = values.size
     k = max(10, int(np.sqrt(n)))
-    if n < 100 or values[k] <= 0:
+    if n < max(min_values, k + 1) or values[k] <= 0:
         return np.inf
     mean_log = np.mean(np.log(values[:k] / values[k]))
     # tied top values (a score with few distinct norms, e.g. Laplace's): no tail at all

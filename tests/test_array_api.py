@@ -9,6 +9,7 @@ drawn on the host from the same seed). GPU libraries are tried where present.
 import numpy as np
 import pytest
 import sklearn
+from sklearn.base import clone
 
 from skstein import (FSSDTest, KSDTest, LinearKSDTest, MaxSKSDTest, MMDGOFTest, PerturbedKSDTest,
                      PolynomialKSDTest, RelativeKSDTest, RelativeMMDTest, RFSDTest, SlicedSVGD,
@@ -219,7 +220,6 @@ def test_maxsksd_test_stage_on_the_device_equals_numba(dispatch, monkeypatch, pa
 def test_fitted_maxsksd_tests_device_data(dispatch):
     # fitted on NumPy or on device data (its learning runs on host copies either way: the
     # same fitted directions), it tests device data with the CPU's results
-    from sklearn.base import clone
 
     X, Xs = _data(n=140, d=3, seed=2)
     test = MaxSKSDTest(StrictScore(3), n_bootstrap=200, random_state=0)
@@ -440,3 +440,24 @@ def test_tilted_relative_ksd_equals_numba_path(dispatch):
     _close(r0.statistics, r1.statistics)
     _close(r0.zscores, r1.zscores)
     assert r0.pvalue == pytest.approx(r1.pvalue, rel=1e-8) and r0.reject == r1.reject
+
+
+class StrictSampler(StrictScore):
+    """:class:`StrictScore` with an exact sampler (NumPy draws): a Monte Carlo null."""
+
+    def rvs(self, n, random_state=None):
+        rng = np.random.default_rng(random_state)
+        return rng.standard_normal((n, self.dim)) + 0.2 * np.tanh(rng.standard_normal((n, 1)))
+
+
+def test_monte_carlo_null_equals_numba_path(dispatch):
+    X, Xs = _data(n=60)
+    model = StrictSampler(3, tilt=0.2)
+    for params in (dict(), dict(bandwidth="median", whiten=True)):
+        test = KSDTest(model, bootstrap="monte-carlo", n_bootstrap=30, random_state=0,
+                       **params)
+        r0, r1 = test.test(X), clone(test).test(Xs)
+        assert r1.bootstrap == "monte-carlo" and r1.method == r0.method
+        _close(r0.statistic, r1.statistic)
+        _close(r0.null_distribution, r1.null_distribution)
+        assert r0.pvalue == r1.pvalue and r0.reject == r1.reject

@@ -15,9 +15,19 @@ from .._docstrings import fill_doc
 from .._result import GOFTestResult
 from .._validation import check_samples, evaluate_score
 from .._xp import host_single_blas
+from ..distributions import rvs_kind
 
 __all__ = ["FitMethod", "SampleTestMethods", "check_criterion_samples", "model_sample",
            "simulated_null_result"]
+
+
+def check_monte_carlo(est):
+    """A TypeError when ``est.bootstrap`` is ``"monte-carlo"`` and its model cannot draw
+    samples."""
+    if est.bootstrap == "monte-carlo" and rvs_kind(est.model) is None:
+        raise TypeError("bootstrap='monte-carlo' draws samples from the model, which needs "
+                        f"an rvs(n, random_state) method; {type(est.model).__name__} has "
+                        "none.")
 
 
 def model_sample(model, n, d, rng):

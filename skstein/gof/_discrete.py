@@ -40,7 +40,7 @@ from ..discrete import (
     shares_one_pass,
 )
 from ._base import aggregated_result
-from ._common import simulated_null_result
+from ._common import check_monte_carlo, simulated_null_result
 
 __all__ = ["discrete_operator", "resolve_kernel", "fit", "store_fit", "test", "discrepancy", "score"]
 
@@ -55,10 +55,7 @@ def _check_params(est):
     check_choice(est.kernel, "kernel", tuple(DISCRETE_KERNELS))
     check_choice(est.statistic, "statistic", ("u", "v"))
     check_choice(est.bootstrap, "bootstrap", BOOTSTRAPS + ("auto", "monte-carlo"))
-    if est.bootstrap == "monte-carlo" and rvs_kind(est.model) is None:
-        raise TypeError("bootstrap='monte-carlo' draws samples from the model, which needs "
-                        f"an rvs(n, random_state) method; {type(est.model).__name__} has "
-                        "none.")
+    check_monte_carlo(est)
     check_positive_int(est.n_bootstrap, "n_bootstrap")
     alpha = check_alpha(est.alpha)
     check_positive_int(est.max_memory, "max_memory")

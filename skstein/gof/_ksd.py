@@ -1,5 +1,7 @@
 """The kernel Stein discrepancy goodness-of-fit test."""
 
+import warnings
+
 import numpy as np
 from sklearn.base import BaseEstimator
 
@@ -7,13 +9,10 @@ from .._bootstrap import (
     BOOTSTRAPS,
     auto_bootstrap,
     bootstrap_draws,
-    bootstrap_pvalue,
-    bootstrap_threshold,
     dense_weights,
 )
 from .._estimator import discrete_input_tags
 from .._random import as_generator
-from .._result import GOFTestResult
 from .._engines import ArrayAPIEngine, EngineMixin, EstimatorEngine, select_engine
 from .._validation import check_bandwidth_rule, check_positive_int, check_whiten, resolve_score
 from ..discrepancy import DEFAULT_MAX_MEMORY, resolve_bandwidth, resolve_bandwidths
@@ -27,7 +26,12 @@ from ..kernels import (
 )
 from . import _discrete
 from ._base import SteinTestMixin, aggregated_result, is_fitted
-from ._common import SampleTestMethods
+from ._common import (
+    SampleTestMethods,
+    check_monte_carlo,
+    model_sample,
+    simulated_null_result,
+)
 from ._tilt import check_tilt, resolve_tilt
 
 __all__ = ["KSDTest", "LangevinKSD", "DiscreteKSD", "select_ksd_engine"]
@@ -168,10 +172,13 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
         On a 3-D mixture of three overlapping components at ``N = 100`` (10000 null
         trials) the default test rejected 0.057 with the multinomial draws (bound
         0.0565) and 0.048 with the Rademacher ones; on three alternatives at that size
-        the Rademacher draws cost 0.03 of power. For a discrete model with a sampler,
+        the Rademacher draws cost 0.03 of power. For a model with a sampler,
         ``"monte-carlo"`` computes the statistic in the same way on ``n_bootstrap``
-        samples of ``model.rvs`` (bandwidths resolved on each, unless fitted): an exact
-        level at any ``n``, at the cost of ``n_bootstrap`` passes. ``"auto"`` takes it
+        samples of ``model.rvs`` (unless fitted, the scales resolved on each: the
+        bandwidths, and for a continuous model the whitening and the tilt's centre and
+        scale, within the kernel families resolved on ``X``): an exact level at any
+        ``n``, at the cost of ``n_bootstrap`` passes (see the user guide's KSD page).
+        For a discrete model ``"auto"`` takes it
         for the difference operator when the model samples exactly
         (:func:`~skstein.distributions.rvs_kind`): where a value is far rarer than its
         neighbour the difference score is heavy-tailed, and with the bootstrap the
@@ -362,7 +369,7 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
         self.tilt = tilt
 
     #: the accepted values of ``bootstrap``
-    _bootstraps = BOOTSTRAPS + ("auto",)
+    _bootstraps = BOOTSTRAPS + ("auto", "monte-carlo")
 
     def __sklearn_tags__(self):
         return discrete_input_tags(super().__sklearn_tags__(), self.model)
@@ -396,7 +403,8 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
     def _resolve_tilt(self, X, X_device=None):
         """The :class:`~skstein.gof._tilt.Tilt` of the test on ``X``, or None: for
         ``tilt="auto"``, only with the collection the library resolves
-        (``bandwidth="aggregate"``, as ``whiten="auto"``). With ``X_device``, the
+        (``bandwidth="aggregate"``, as ``whiten="auto"``) and of at least
+        :data:`~skstein.gof._tilt.MIN_TILT_SAMPLES` rows. With ``X_device``, the
         model's score is probed on that device."""
         tilt = check_tilt(self.tilt)
         if isinstance(tilt, str) and not (isinstance(self.bandwidth, str)
@@ -408,7 +416,7 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
         return resolve_tilt(self.model, X, tilt,
                             lambda P: engine.host(raw(engine.like(P, X_device))))
 
-    def _resolve_kernels(self, X, rng, X_device=None):
+    def _resolve_kernels(self, X, rng, X_device=None, like=None):
         """``(bandwidth_, kernel_, geometries_, whitening_, bandwidth_weights_, tilt_)``
         on ``X``.
 
@@ -421,12 +429,20 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
         (``", tilted"`` appended for a tilted kernel: with ``tilt="auto"`` and a tilt,
         every kernel twice, plain and tilted); ``bandwidth_weights_`` is None for
         uniform weights or a single kernel.
+
+        ``like``: the ``(geometries_, tilt_)`` of another sample, whose families (the
+        geometries, the tilt's exponent, plain and tilted kernels) the kernels on ``X``
+        keep, their scales (bandwidths, whitening, the tilt's centre and scale)
+        resolved on ``X``: the Monte Carlo null's samples.
         """
         check_positive_int(self.n_bandwidths, "n_bandwidths")
         check_bandwidth_rule(self.bandwidth)
         rule = _check_bandwidth_weights(self.bandwidth_weights)
         geometries = self._geometries()
-        if "whitened" not in geometries:
+        if like is not None:
+            geometries = tuple(dict.fromkeys(g.partition(", ")[0] for g in like[0]))
+            white = whitening(X) if "whitened" in geometries else None
+        elif "whitened" not in geometries:
             white = None
         elif isinstance(self.whiten, str) and self.whiten == "auto":
             white = auto_whitening(X)
@@ -466,8 +482,12 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
                     f"bandwidth_weights must have one value per kernel ({h.size}: "
                     f"{len(geometries)} geometr{'ies' if len(geometries) > 1 else 'y'} x "
                     f"{h.size // len(geometries)} bandwidths), got {weights.size}.")
-        tilt = self._resolve_tilt(X, X_device)
-        if tilt is not None and isinstance(self.tilt, str):
+        if like is None:
+            tilt, both = self._resolve_tilt(X, X_device), isinstance(self.tilt, str)
+        else:  # the other sample's exponent (its tilt where X has no spread)
+            tilt = like[1] and (resolve_tilt(self.model, X, like[1].exponent) or like[1])
+            both = not all(g.endswith("tilted") for g in like[0])
+        if tilt is not None and both:
             # "auto": the plain and the tilted kernels in one aggregated test
             h, kernels = np.concatenate([h, h]), kernels + kernels
             labels = labels + [f"{g}, tilted" for g in labels]
@@ -504,6 +524,7 @@ class LangevinKSD(EstimatorEngine):
 
     def fit(self, est, X):
         est._check_common_params()
+        check_monte_carlo(est)
         est._geometries()
         check_tilt(est.tilt)
         X = self.compute.validate(est, X, reset=True)
@@ -521,7 +542,9 @@ class LangevinKSD(EstimatorEngine):
         return self.compute.like(St, X), w
 
     def _prepare(self, est, X, rng, companions=()):
-        """Validated X, the fitted (or resolved) kernel(s) and the geometries' parts.
+        """``(X, kernels, parts, bandwidth_weights)``: validated X, the fitted (or
+        resolved) ``kernels``, ``(kernel_, geometries_, whitening_, tilt_)``, and the
+        geometries' parts.
 
         Each part is ``((points, scores, weights), kernels, companions, maps, tilt)``
         for one label of ``geometries_`` (a geometry, tilted or not): the data and the
@@ -545,6 +568,13 @@ class LangevinKSD(EstimatorEngine):
             _, kern, labels, white, weights, tilt = est._resolve_kernels(
                 self.compute.host(X), rng, self.compute.on_device(X))
         S = self.compute.scores(est.model, X, "model")
+        kernels = (kern, labels, white, tilt)
+        return X, kernels, self._parts(est, X, S, kernels, companions), weights
+
+    def _parts(self, est, X, S, kernels, companions=()):
+        """The parts of :meth:`_prepare` for ``X`` and its scores ``S`` under
+        ``kernels``, ``(kernel_, geometries_, whitening_, tilt_)``."""
+        kern, labels, white, tilt = kernels
         pairs = [(C, self.compute.scores(est.model, C, "model")) for C in companions]
         if tilt is not None:  # the tilted parts' scores and weights
             tilted = (self._tilted(tilt, X, S),
@@ -565,7 +595,7 @@ class LangevinKSD(EstimatorEngine):
                 points = (points[0] @ A, points[1] @ B, points[2])
                 cs = [(C @ A, SC @ B, wc) for C, SC, wc in cs]
             parts.append((points, ks, cs, maps, tilt if tilt_label else None))
-        return X, kern, labels, parts, weights
+        return parts
 
     def _sums(self, est, points, ks, V):
         """The Stein sums and forms of the kernels ``ks`` on ``points``, ``(X, S,
@@ -589,7 +619,8 @@ class LangevinKSD(EstimatorEngine):
     def test(self, est, X, companions=()):
         rng = as_generator(est.random_state)
         bw_rng, boot_rng = rng.spawn(2)
-        X, kern, labels, parts, weights = self._prepare(est, X, bw_rng, companions)
+        X, kernels, parts, weights = self._prepare(est, X, bw_rng, companions)
+        kern, labels = kernels[:2]
         # kernels fitted on other data: does any see a pair of X? (the first rows settle
         # the usual case; only then is a device sample copied whole)
         if is_fitted(est) and all(blind_kernels(self.compute.host(pts[0][:100, :]), ks)[0].all()
@@ -599,6 +630,12 @@ class LangevinKSD(EstimatorEngine):
                 self.compute.host(parts[0][0][0]), parts[0][1], "bandwidth_",
                 advice="X lies on a scale far above the data the test was fitted on; "
                        "rescale X, or fit the test on data of X's scale.")
+        if est.bootstrap == "monte-carlo":
+            check_monte_carlo(est)
+            if companions:
+                raise ValueError("bootstrap='monte-carlo' draws the model's samples alone; "
+                                 "it takes no companions.")
+            return self._monte_carlo_test(est, X, kernels, parts, weights, boot_rng)
         n = X.shape[0]
         kind = est._bootstrap_kind(n)
         V = bootstrap_draws(kind, n, est.n_bootstrap, boot_rng, est.statistic)
@@ -612,8 +649,18 @@ class LangevinKSD(EstimatorEngine):
             Vd = dense_weights(V)
             null += (Vd * Vd) @ np.stack([s.diag for s in sums], axis=1)
         stats = np.array([s.statistic(est.statistic) for s in sums])
-        kernels = tuple(k for _, ks, _, _, _ in parts for k in ks)
-        method = f"KSD ({kernels[0].name}, {est.statistic}-statistic, {kind} bootstrap"
+        return self._result(est, n, stats, null, kernels, parts, weights, kind,
+                            f"{kind} bootstrap")
+
+    def _result(self, est, n, stats, null, kernels, parts, weights, kind, null_name,
+                independent=False):
+        """The :class:`GOFTestResult` of the statistics ``stats`` against the draws
+        ``null`` (one column per kernel); ``kind`` is the result's ``bootstrap``,
+        ``null_name`` the method's name of the null. ``independent``: the draws were
+        computed apart from the statistics (a Monte Carlo null)."""
+        kern, labels = kernels[:2]
+        ks = tuple(k for _, part_ks, _, _, _ in parts for k in part_ks)
+        method = f"KSD ({ks[0].name}, {est.statistic}-statistic, {null_name}"
         if len(parts) == 1 and labels[0].startswith("whitened"):
             method += ", whitened"
         tilts = [p[4] for p in parts if p[4] is not None]
@@ -623,32 +670,51 @@ class LangevinKSD(EstimatorEngine):
         common = dict(alpha=float(est.alpha), n_samples=n, bootstrap=kind,
                       n_bootstrap=int(est.n_bootstrap))
         if not isinstance(kern, tuple):
-            pvalue = bootstrap_pvalue(stats[0], null[:, 0])
-            return GOFTestResult(
-                statistic=float(stats[0]),
-                pvalue=float(pvalue),
-                threshold=bootstrap_threshold(null[:, 0], est.alpha),
-                reject=bool(pvalue <= est.alpha),
-                method=method + ")",
-                bandwidth=kern.bandwidth,
-                null_distribution=null[:, 0],
-                **common,
-            )
+            return simulated_null_result(stats[0], null[:, 0], method=method + ")",
+                                         bandwidth=kern.bandwidth, independent=independent,
+                                         **common)
         if len(parts) > 1:
-            per = len(kernels) // len(parts)
+            per = len(ks) // len(parts)
             families = "kernel families" if tilts else "geometries"  # the labels name them
             method += (f", aggregated over {len(parts)} {families} x {per} "
                        f"bandwidth{'s' if per > 1 else ''})")
             common["labels"] = labels
         else:
-            method += f", aggregated over {len(kernels)} bandwidths)"
+            method += f", aggregated over {len(ks)} bandwidths)"
         if weights is not None:
             method = method[:-1] + ", weighted)"
-        return aggregated_result(stats, null, method, [k.bandwidth for k in kernels],
-                                 weights=weights, **common)
+        return aggregated_result(stats, null, method, [k.bandwidth for k in ks],
+                                 weights=weights, independent=independent, **common)
+
+    def _monte_carlo_test(self, est, X, kernels, parts, weights, rng):
+        """The test whose null is the statistic of each kernel on ``n_bootstrap`` samples
+        of the model, computed as on X: under the fitted kernels, or (unfitted) under the
+        kernel families resolved on X with their scales resolved on each sample."""
+        n, d = X.shape
+        fitted = is_fitted(est)
+        stats = np.array([s.statistic(est.statistic) for part in parts
+                          for s in self._part_sums(est, part, None)[0]])
+        null = np.empty((int(est.n_bootstrap), stats.size))
+        for b, child in enumerate(rng.spawn(int(est.n_bootstrap))):
+            draw_rng, bw_rng = child.spawn(2)
+            Y, SY = model_sample(est.model, n, d, draw_rng)
+            kY = kernels
+            if not fitted:  # the families of X, their scales resolved on Y
+                with warnings.catch_warnings():  # any warning was given on X
+                    warnings.simplefilter("ignore")
+                    _, k, labels, white, _, tilt = est._resolve_kernels(
+                        Y, bw_rng, like=kernels[1::2])
+                kY = (k, labels, white, tilt)
+            Y, SY = self.compute.like(Y, X), self.compute.like(SY, X)
+            null[b] = [s.statistic(est.statistic)
+                       for part in self._parts(est, Y, SY, kY)
+                       for s in self._part_sums(est, part, None)[0]]
+        return self._result(est, n, stats, null, kernels, parts, weights, "monte-carlo",
+                            f"Monte Carlo null of {int(est.n_bootstrap)} model samples",
+                            independent=True)
 
     def _all_sums(self, est, X, companions=()):
-        _, kern, _, parts, _ = self._prepare(est, X, as_generator(est.random_state),
+        _, (kern, *_), parts, _ = self._prepare(est, X, as_generator(est.random_state),
                                              companions)
         sums = [s for part in parts for s in self._part_sums(est, part, None)[0]]
         return sums, isinstance(kern, tuple)
@@ -673,7 +739,7 @@ class LangevinKSD(EstimatorEngine):
     def score_companions(self, est, X, companion_sets):
         """:meth:`score` of ``X`` paired with each array of ``companion_sets`` in turn
         (one companion each); X's kernels, scores and Stein sums are computed once."""
-        _, _, _, parts, _ = self._prepare(est, X, as_generator(est.random_state))
+        _, _, parts, _ = self._prepare(est, X, as_generator(est.random_state))
         base = self._sums_and_blind(est, parts)
         out = []
         for C in companion_sets:
@@ -690,7 +756,7 @@ class LangevinKSD(EstimatorEngine):
         return np.array(out)
 
     def score(self, est, X, companions=()):
-        _, _, _, parts, _ = self._prepare(est, X, as_generator(est.random_state), companions)
+        _, _, parts, _ = self._prepare(est, X, as_generator(est.random_state), companions)
         best = self._best_criterion(self._sums_and_blind(est, parts))
         if best == -np.inf and is_fitted(est) and isinstance(est.bandwidth, str):
             # bandwidths fitted by a rule to data of another scale: no search is

@@ -50,6 +50,7 @@ import numpy as np
 
 from .._bootstrap import SMALL_SAMPLE
 from .._validation import resolve_score
+from .._validation import tail_index as hill_index
 
 __all__ = ["Tilt", "tail_probe", "score_growth", "resolve_tilt", "resolve_shared_tilt",
            "tail_index", "spatial_median", "TILT_RADII", "MAX_TILT", "MIN_TILT_SAMPLES"]
@@ -229,32 +230,28 @@ def tail_index(X):
     r"""The Hill estimate of the order of the moments of the sample's radial tail.
 
     From the distances :math:`r_{(1)} \ge r_{(2)} \ge \dots` of the rows to their
-    spatial median, with :math:`k = \lceil \sqrt n \rceil`,
+    spatial median, with :math:`k = \max(10, \lfloor \sqrt n \rfloor)`,
 
     .. math::
 
         \hat\alpha = k \Big/ \sum_{i=1}^{k} \log \frac{r_{(i)}}{r_{(k+1)}}:
 
     a distribution whose radius has a tail :math:`P(R > r) \sim r^{-\alpha}` has
-    moments of the orders below :math:`\alpha`. Its standard error is about
-    :math:`\hat\alpha / \sqrt k`, and at a few hundred points it reads a
+    moments of the orders below :math:`\alpha` (the estimator of
+    :func:`skstein._validation.tail_index`, here of the radii). Its standard error is
+    about :math:`\hat\alpha / \sqrt k`, and at a few hundred points it reads a
     Student-t(:math:`\nu`)'s tail below :math:`\nu` (the middle 90% of 50 samples of
-    300 points: 2.1-4.2 for a one-dimensional t(4), 0.8-1.5 for a Cauchy); a Gaussian
-    sample gives a number that grows with ``n`` (4-8 in one dimension, 8-14 in five,
-    at 300 points). Infinite where the outermost radii are equal; NaN with fewer than
-    :math:`k + 1` rows away from the centre.
+    300 points: 2.1-4.0 for a one-dimensional t(4), 0.65-1.55 for a Cauchy); a
+    Gaussian sample gives a number that grows with ``n`` (4-10 in one dimension, 8-15
+    in five, at 300 points). Infinite where the outermost radii are equal, and for fewer than
+    :data:`MIN_TILT_SAMPLES` rows.
     """
     X = np.asarray(X, dtype=np.float64)
-    return _hill(_centre_and_scale(X)[1])
+    return _radial_index(_centre_and_scale(X)[1])
 
 
-def _hill(r):
-    k = int(np.ceil(np.sqrt(r.size)))
-    r = np.sort(r)[::-1]
-    if r.size < k + 1 or not r[k] > 0:
-        return np.nan
-    total = float(np.sum(np.log(r[:k] / r[k])))
-    return np.inf if total == 0.0 else k / total
+def _radial_index(r):
+    return hill_index(r, min_values=MIN_TILT_SAMPLES)
 
 
 def _half(value):
@@ -313,8 +310,7 @@ def resolve_shared_tilt(models, X, tilt, scores=None, data_bound=True):
         scores = (None,) * len(models) if scores is None else scores
         q = min(_auto_exponent(m, X, frame, s) for m, s in zip(models, scores))
         if data_bound and q > 0.0:
-            alpha = _hill(r)
-            q = 0.0 if np.isnan(alpha) else min(q, max(0.0, np.round(min(alpha, 1e6)) / 2.0))
+            q = min(q, max(0.0, np.round(min(_radial_index(r), 1e6)) / 2.0))
     else:
         q = tilt
     return None if q == 0.0 else Tilt(q, c, sigma)
