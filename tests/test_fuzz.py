@@ -587,6 +587,17 @@ def test_ksd_test_aggregated(case, fitted):
          case, fitted)
 
 
+@FEW
+@given(case=cases(), fitted=st.booleans())
+def test_ksd_test_monte_carlo(case, fitted):
+    case.fail.discard("model")
+    case.maybe.discard("model")
+    d = _width(case)
+    _gof(lambda: KSDTest(Gaussian(np.zeros(d)), bandwidth=case.bandwidth, n_bandwidths=3,
+                         bootstrap="monte-carlo", n_bootstrap=19, random_state=0),
+         case, fitted)
+
+
 def student_t_score(X):
     """The score of independent Student-t(3) coordinates (a model the tilt takes)."""
     X = np.asarray(X, dtype=np.float64)
