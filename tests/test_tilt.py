@@ -5,7 +5,6 @@ import warnings
 
 import numpy as np
 import pytest
-
 from scipy.stats import special_ortho_group
 
 from skstein import KSDTest, PerturbedKSDTest, RelativeKSDTest
@@ -273,6 +272,7 @@ def test_spatial_median_is_equivariant_and_robust():
     rng = np.random.default_rng(12)
     X = rng.standard_cauchy((400, 4))
     c = spatial_median(X)
+
     # it minimises the sum of distances (no small move lowers it) ...
     def total(y):
         return np.sqrt(((X - y) ** 2).sum(axis=1)).sum()

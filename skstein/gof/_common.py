@@ -17,8 +17,8 @@ from .._validation import check_samples, evaluate_score
 from .._xp import host_single_blas
 from ..distributions import rvs_kind
 
-__all__ = ["FitMethod", "SampleTestMethods", "check_criterion_samples", "model_sample",
-           "simulated_null_result"]
+__all__ = ["FitMethod", "SampleTestMethods", "check_criterion_samples", "check_monte_carlo",
+           "model_sample", "simulated_null_result"]
 
 
 def check_monte_carlo(est):
