@@ -176,8 +176,9 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
         ``"monte-carlo"`` computes the statistic in the same way on ``n_bootstrap``
         samples of ``model.rvs`` (unless fitted, the scales resolved on each: the
         bandwidths, and for a continuous model the whitening and the tilt's centre and
-        scale, within the kernel families resolved on ``X``): an exact level at any
-        ``n``, at the cost of ``n_bootstrap`` passes (see the user guide's KSD page).
+        scale, within the kernel families resolved on ``X``): a level exact for a
+        fitted test and held at every size measured (from 10 points) for an unfitted
+        one, at the cost of ``n_bootstrap`` passes (see the user guide's KSD page).
         For a discrete model ``"auto"`` takes it
         for the difference operator when the model samples exactly
         (:func:`~skstein.distributions.rvs_kind`): where a value is far rarer than its
@@ -247,10 +248,10 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
         same numbers), 1 for a Laplace, 1.5 for a Student-t(3), 2 for a Student-t(6),
         0.5 for a Cauchy; 0 for fewer than 50 points
         (:data:`~skstein.gof._tilt.MIN_TILT_SAMPLES`: below it the weights rest on a
-        handful of outer points: with the plain and tilted kernels, true
-        Student-t(3) samples of 10 points had been rejected in 0.115 of 400 trials). Resolved on the
-        data given to :meth:`fit` (or to :meth:`test` when not fitted); continuous
-        models only (a discrete model takes ``"auto"`` as 0).
+        handful of outer points: with the plain and tilted kernels, true Student-t(3)
+        samples of 10 points had been rejected in 0.115 of 400 trials). Resolved on
+        the data given to :meth:`fit` (or to :meth:`test` when not fitted);
+        continuous models only (a discrete model takes ``"auto"`` as 0).
 
     Attributes
     ----------
@@ -715,7 +716,7 @@ class LangevinKSD(EstimatorEngine):
 
     def _all_sums(self, est, X, companions=()):
         _, (kern, *_), parts, _ = self._prepare(est, X, as_generator(est.random_state),
-                                             companions)
+                                                companions)
         sums = [s for part in parts for s in self._part_sums(est, part, None)[0]]
         return sums, isinstance(kern, tuple)
 
