@@ -55,7 +55,7 @@ from .._validation import tail_index as hill_index
 __all__ = ["Tilt", "tail_probe", "score_growth", "resolve_tilt", "resolve_shared_tilt",
            "tail_index", "spatial_median", "TILT_RADII", "MAX_TILT", "MIN_TILT_SAMPLES"]
 
-#: The radii, in units of the sample's median distance to its spatial median, at which
+#: The radii, in units of the sample's median distance to its mean, at which
 #: :func:`tail_probe` compares the model's scores: far beyond the sample, where
 #: the score's tail behaviour shows, and a decade apart.
 TILT_RADII = (10.0, 100.0)
@@ -129,8 +129,10 @@ def spatial_median(X, max_iter=100):
     return c
 
 
-def _centre_and_scale(X):
-    c = spatial_median(X)
+def _centre_and_scale(X, c=None):
+    """``(c, r, scale)``: the centre (the spatial median unless given), the rows'
+    distances to it and their median (the largest where that is 0)."""
+    c = spatial_median(X) if c is None else c
     r = np.sqrt(np.einsum("ij,ij->i", X - c, X - c))
     scale = float(np.median(r))
     if not scale > 0:  # more than half the rows at the centre: the spread of the others
@@ -149,7 +151,7 @@ def tail_probe(model, X, score=None):
     and the order :math:`\alpha` of the moments its density has, probed far out along
     the sample's directions.
 
-    From the sample's spatial median :math:`c`, along the direction :math:`u_i` of each of (up to
+    From the sample's mean :math:`c`, along the direction :math:`u_i` of each of (up to
     200, evenly spaced) rows, the model's scores at :math:`c + \rho u_i \sigma` for the
     two radii :data:`TILT_RADII` (in units of the median distance :math:`\sigma` to
     :math:`c`): :math:`a` is the median over the directions of :math:`\log_{10}` of
@@ -173,7 +175,7 @@ def tail_probe(model, X, score=None):
     called on its own arrays by the caller's ``score``).
     """
     X = np.asarray(X, dtype=np.float64)
-    return _probe(model, X, _centre_and_scale(X), score)
+    return _probe(model, X, _centre_and_scale(X, X.mean(axis=0)), score)
 
 
 def _probe(model, X, frame, score):
@@ -301,16 +303,22 @@ def resolve_shared_tilt(models, X, tilt, scores=None, data_bound=True):
     if not isinstance(tilt, str) and tilt == 0.0:
         return None
     X = np.asarray(X, dtype=np.float64)
-    c, r, sigma = frame = _centre_and_scale(X)
-    if not (np.isfinite(sigma) and sigma > 0):  # every row at one point: nothing to weight
-        return None
     if isinstance(tilt, str):
         if X.shape[0] < MIN_TILT_SAMPLES:
             return None
+        # the probe looks far out from the mean (cheap; the weight's centre comes next)
+        frame = _centre_and_scale(X, X.mean(axis=0))
+        if not (np.isfinite(frame[2]) and frame[2] > 0):  # every row at one point
+            return None
         scores = (None,) * len(models) if scores is None else scores
         q = min(_auto_exponent(m, X, frame, s) for m, s in zip(models, scores))
-        if data_bound and q > 0.0:
-            q = min(q, max(0.0, np.round(min(_radial_index(r), 1e6)) / 2.0))
+        if q == 0.0:
+            return None
     else:
         q = tilt
+    c, r, sigma = _centre_and_scale(X)
+    if not (np.isfinite(sigma) and sigma > 0):  # every row at one point: nothing to weight
+        return None
+    if isinstance(tilt, str) and data_bound:
+        q = min(q, max(0.0, np.round(min(_radial_index(r), 1e6)) / 2.0))
     return None if q == 0.0 else Tilt(q, c, sigma)

@@ -426,7 +426,7 @@ class RelativeKSDTest(EngineMixin, RelativeMixin, BaseEstimator):
     the tie below was rejected in 0.225 of 200 trials at n = 1000). Measured
     (``benchmarks/bench_relative_tilt.py``, products of coordinates, n = 300, 200
     trials, ``tilt=0`` / default), with Student-t(4) data, Q the truth: P a t(2)
-    0.29 / 0.53 (D = 1) and 0.235 / 0.51 (D = 5), P the truth scaled by 1.3 0.58 /
+    0.29 / 0.53 (D = 1) and 0.235 / 0.505 (D = 5), P the truth scaled by 1.3 0.58 /
     0.79 and 0.815 / 0.89, P a t(10) 0.075 / 0.05 and 0.30 / 0.34 (0.42 / 0.655 at
     n = 1000, D = 1), P the truth shifted by 0.2 0.42 / 0.385 and 0.95 / 0.965 (the
     larger maximum's price). Ties by symmetry (t(3) tails on one side and t(10) on
