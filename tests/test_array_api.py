@@ -60,8 +60,9 @@ def _close(a, b):
     dict(kernel="imq", kernel_params={"beta": -0.3}, bootstrap="rademacher"),
     dict(whiten="aggregate", bandwidth_weights="centred"),
     dict(whiten=True, bandwidth="median", statistic="v"),
+    dict(moments=True),
 ], ids=["median", "aggregate", "imq-v-rademacher", "imq-given", "imq-beta", "whiten-aggregate",
-        "whitened-v"])
+        "whitened-v", "moments"])
 def test_ksd_test_equals_numba_path(dispatch, params):
     X, Xs = _data()
     model = StrictScore(3, tilt=0.2)

@@ -598,6 +598,15 @@ def test_ksd_test_monte_carlo(case, fitted):
          case, fitted)
 
 
+@FEW
+@given(case=cases(min_rows=4, bandwidths=False), fitted=st.booleans())
+def test_ksd_test_moments(case, fitted):
+    # the fourth moment whitens each half of X about the other: a half may coincide
+    _gof(lambda: KSDTest(case.model, n_bandwidths=3, n_bootstrap=50, moments=True,
+                         random_state=0),
+         case, fitted, maybe={"X"} if case.data.repeats else ())
+
+
 def student_t_score(X):
     """The score of independent Student-t(3) coordinates (a model the tilt takes)."""
     X = np.asarray(X, dtype=np.float64)

@@ -202,7 +202,7 @@ def crossfit_result(results, combine, alpha):
 POOLED_SHARES = (0.5, 0.25, 0.25)
 
 
-def pooled_result(learned, whole, alpha, folds=False):
+def pooled_result(learned, whole, alpha, folds=False, prefix="learned"):
     r"""The result of ``moment="pooled"``: the test of the learned statistics
     (``learned``, a split or a cross-fitted result, run at ``alpha / 2``) and the whole
     sample's tests (``whole``: the second and the fourth moments, each run at its
@@ -213,15 +213,16 @@ def pooled_result(learned, whole, alpha, folds=False):
     ``labels`` hold the learned result's parts (its folds, or its most significant
     candidate) and then the whole sample's (rows of NaN bandwidths);
     ``pvalue_threshold`` is each part's level. ``folds``: ``learned`` is a
-    cross-fitted result (:func:`crossfit_result`).
+    cross-fitted result (:func:`crossfit_result`). ``prefix`` begins the label of
+    ``learned``'s part (``"KSD"`` for :class:`~skstein.KSDTest` with ``moments=True``).
     """
     if folds:
         parts = list(zip(learned.statistics, learned.pvalues, learned.labels))
         levels = [learned.pvalue_threshold] * len(parts)
         rows = list(learned.bandwidths)
     else:
-        label = "learned" if learned.labels is None else \
-            f"learned: {learned.labels[int(np.argmin(learned.pvalues))]}"
+        label = prefix if learned.labels is None else \
+            f"{prefix}: {learned.labels[int(np.argmin(learned.pvalues))]}"
         parts = [(learned.statistic, learned.pvalue, label)]
         levels = [learned.alpha]
         rows = [np.atleast_1d(learned.bandwidth)]
@@ -252,6 +253,105 @@ def pooled_result(learned, whole, alpha, folds=False):
         statistics=np.array([t for t, _, _ in parts]), pvalues=pvalues, bandwidths=rows,
         rejected=None if thresholds is None else pvalues <= thresholds,
         pvalue_threshold=thresholds, labels=tuple(lab for _, _, lab in parts))
+
+
+def _whole_result(est, stat, null, alpha, n, label, bootstrap, method):
+    """The :class:`GOFTestResult` of one whole-sample moment test of ``est``."""
+    pvalue = bootstrap_pvalue(stat, null)
+    return GOFTestResult(
+        statistic=float(stat), pvalue=float(pvalue),
+        threshold=bootstrap_threshold(null, alpha), reject=bool(pvalue <= alpha),
+        method=method + ")", alpha=float(alpha), n_samples=n, bootstrap=bootstrap,
+        n_bootstrap=int(est.n_bootstrap), bandwidth=np.full(1, np.nan),
+        null_distribution=null, labels=(label,))
+
+
+def pooled_fourth_test(est, X, S, rng, alpha, bootstrap):
+    """The fourth-moment test of the whole sample ``X`` (scores ``S``) alone, at
+    ``alpha``: each half about the other half's mean
+    (:func:`crossed_fourth_moment_terms`), the bootstrap-t of :class:`StudentisedMean`
+    on its own draws of the kind ``bootstrap``. ``est`` gives ``n_bootstrap`` and
+    ``statistic`` (:class:`MaxSKSDTest`, or :class:`~skstein.KSDTest` with
+    ``moments=True``)."""
+    part_rng, boot_rng = rng.spawn(2)
+    xi = crossed_fourth_moment_terms(X, S, part_rng)
+    V = bootstrap_weights(bootstrap, X.shape[0], est.n_bootstrap, boot_rng, est.statistic)
+    null = studentised_null(xi, V, bootstrap)
+    stat = StudentisedMean(xi).statistic()
+    return _whole_result(
+        est, stat, null, alpha, X.shape[0], FOURTH, bootstrap,
+        f"fourth moment of all {X.shape[0]} samples, each half about the other's mean "
+        f"(studentised, {bootstrap} bootstrap-t)")
+
+
+def pooled_second_test(est, X, S, rng, alpha, bootstrap, device=None):
+    """The second-moment test of the whole sample ``X`` (scores ``S``) alone, at
+    ``alpha``: the U- or V-statistic of :func:`second_moment_sums` and its bootstrap of
+    the kind ``bootstrap`` on its own draws (the forms on the device of ``device``, the
+    sample there, when given). ``est`` gives ``n_bootstrap``, ``statistic`` and
+    ``max_memory``."""
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow: checked in the sums
+        parts = _second_moment_parts(X, S)
+    sums = second_moment_sums(X, S, parts)
+    n = X.shape[0]
+    if device is not None:
+        V = bootstrap_weights(bootstrap, n, est.n_bootstrap, rng, est.statistic)
+        null = xp_linear_forms(*device, V, max_memory=est.max_memory)
+        if est.statistic == "v":
+            null += (V * V) @ sums.diag
+    else:
+        # the upper triangle (half the forms' products, on numba's threads) when it
+        # fits, else full rows by blocks
+        kernel = (second_moment_upper(X, S, parts) if 8 * n * n <= est.max_memory
+                  else second_moment_blocks(X, S, est.max_memory, parts))
+        null = bootstrap_null(kernel, bootstrap, est.n_bootstrap, rng,
+                              statistic=est.statistic, diag=sums.diag, n=n)
+    return _whole_result(
+        est, sums.statistic(est.statistic), null, alpha, X.shape[0], SECOND, bootstrap,
+        f"second moments of all {X.shape[0]} samples (linear Stein kernel, "
+        f"{bootstrap} bootstrap)")
+
+
+def pooled_monte_carlo(est, n, d):
+    """Whether the whole sample's second and fourth moments are calibrated on samples
+    of the model: with ``bootstrap="auto"``, in one dimension below
+    ``LOW_DIMENSION_MIN_SAMPLES`` points, for a model that samples exactly (where their
+    bootstraps run above their levels)."""
+    return (est.bootstrap == "auto" and d == 1 and n < LOW_DIMENSION_MIN_SAMPLES
+            and rvs_kind(est.model) == "exact")
+
+
+def pooled_by_model_samples(est, X, S, second_rng, fourth_rng, model_rng):
+    """The whole sample's second- and fourth-moment tests of ``est`` with Monte Carlo
+    nulls: each statistic computed in the same way (the fourth moment's halves drawn
+    afresh) on ``n_bootstrap`` samples of the model of the size of ``X``, each test at
+    its share of ``est.alpha`` (:data:`POOLED_SHARES`)."""
+    n, d = X.shape
+
+    def statistics(Y, SY, split_rng):
+        with np.errstate(over="ignore", invalid="ignore"):  # checked in the sums
+            parts = _second_moment_parts(Y, SY)
+        second = second_moment_sums(Y, SY, parts).statistic(est.statistic)
+        fourth = StudentisedMean(crossed_fourth_moment_terms(Y, SY, split_rng))
+        return second, fourth.statistic()
+
+    observed = statistics(X, S, fourth_rng.spawn(2)[0])
+    null = np.empty((int(est.n_bootstrap), 2))
+    for b, child in enumerate(model_rng.spawn(int(est.n_bootstrap))):
+        draw_rng, split_rng = child.spawn(2)
+        null[b] = statistics(*model_sample(est.model, n, d, draw_rng), split_rng)
+    if not np.all(np.isfinite(null)):
+        raise ValueError("the moment statistics are not finite on some samples of "
+                         "model.rvs; take bootstrap='rademacher'.")
+    draws = f"Monte Carlo null of {int(est.n_bootstrap)} model samples"
+    return [_whole_result(
+                est, observed[0], null[:, 0], est.alpha * POOLED_SHARES[1], n, SECOND,
+                "monte-carlo", f"second moments of all {n} samples (linear Stein "
+                f"kernel, {draws}"),
+            _whole_result(
+                est, observed[1], null[:, 1], est.alpha * POOLED_SHARES[2], n, FOURTH,
+                "monte-carlo", f"fourth moment of all {n} samples, each half about the "
+                f"other's mean (studentised, {draws}")]
 
 
 #: Labels of the candidates of ``moment=True``: the second moments along the learned
@@ -1178,55 +1278,10 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         return self._moment_mode() == POOLED and not is_fitted(self)
 
     def _pooled_fourth(self, X, S, rng, alpha, bootstrap):
-        """The fourth-moment test of the whole sample ``X`` (scores ``S``) alone, at
-        ``alpha``: each half about the other half's mean
-        (:func:`crossed_fourth_moment_terms`), the bootstrap-t of
-        :class:`StudentisedMean` on its own draws of the kind ``bootstrap``."""
-        part_rng, boot_rng = rng.spawn(2)
-        xi = crossed_fourth_moment_terms(X, S, part_rng)
-        V = bootstrap_weights(bootstrap, X.shape[0], self.n_bootstrap, boot_rng,
-                              self.statistic)
-        null = studentised_null(xi, V, bootstrap)
-        stat = StudentisedMean(xi).statistic()
-        return self._whole_result(
-            stat, null, alpha, X.shape[0], FOURTH, bootstrap,
-            f"fourth moment of all {X.shape[0]} samples, each half about the other's mean "
-            f"(studentised, {bootstrap} bootstrap-t)")
+        return pooled_fourth_test(self, X, S, rng, alpha, bootstrap)
 
     def _pooled_second(self, X, S, rng, alpha, bootstrap, device=None):
-        """The second-moment test of the whole sample ``X`` (scores ``S``) alone, at
-        ``alpha``: the U- or V-statistic of :func:`second_moment_sums` and its
-        bootstrap of the kind ``bootstrap`` on its own draws (the forms on the device of
-        ``device``, the sample there, when given)."""
-        with np.errstate(over="ignore", invalid="ignore"):  # overflow: checked in the sums
-            parts = _second_moment_parts(X, S)
-        sums = second_moment_sums(X, S, parts)
-        n = X.shape[0]
-        if device is not None:
-            V = bootstrap_weights(bootstrap, n, self.n_bootstrap, rng, self.statistic)
-            null = xp_linear_forms(*device, V, max_memory=self.max_memory)
-            if self.statistic == "v":
-                null += (V * V) @ sums.diag
-        else:
-            # the upper triangle (half the forms' products, on numba's threads) when it
-            # fits, else full rows by blocks
-            kernel = (second_moment_upper(X, S, parts) if 8 * n * n <= self.max_memory
-                      else second_moment_blocks(X, S, self.max_memory, parts))
-            null = bootstrap_null(kernel, bootstrap, self.n_bootstrap, rng,
-                                  statistic=self.statistic, diag=sums.diag, n=n)
-        return self._whole_result(
-            sums.statistic(self.statistic), null, alpha, X.shape[0], SECOND, bootstrap,
-            f"second moments of all {X.shape[0]} samples (linear Stein kernel, "
-            f"{bootstrap} bootstrap)")
-
-    def _whole_result(self, stat, null, alpha, n, label, bootstrap, method):
-        pvalue = bootstrap_pvalue(stat, null)
-        return GOFTestResult(
-            statistic=float(stat), pvalue=float(pvalue),
-            threshold=bootstrap_threshold(null, alpha), reject=bool(pvalue <= alpha),
-            method=method + ")", alpha=float(alpha), n_samples=n, bootstrap=bootstrap,
-            n_bootstrap=int(self.n_bootstrap), bandwidth=np.full(1, np.nan),
-            null_distribution=null, labels=(label,))
+        return pooled_second_test(self, X, S, rng, alpha, bootstrap, device)
 
     def _prepare(self, X, rng, S=None):
         """Validated test sample, its scores and the statistics to compute.
@@ -1416,43 +1471,10 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         return pooled_result(result, whole, self.alpha, folds=self._cross_fitted())
 
     def _pooled_monte_carlo(self, n, d):
-        """Whether ``moment="pooled"`` calibrates the whole sample's second and fourth
-        moments on samples of the model: with ``bootstrap="auto"``, in one dimension
-        below ``LOW_DIMENSION_MIN_SAMPLES`` points, for a model that samples exactly
-        (where their bootstraps run above their levels)."""
-        return (self.bootstrap == "auto" and d == 1 and n < LOW_DIMENSION_MIN_SAMPLES
-                and rvs_kind(self.model) == "exact")
+        return pooled_monte_carlo(self, n, d)
 
     def _pooled_by_model_samples(self, X, S, second_rng, fourth_rng, model_rng):
-        """The whole sample's second- and fourth-moment tests with Monte Carlo nulls:
-        each statistic computed in the same way (the fourth moment's halves drawn
-        afresh) on ``n_bootstrap`` samples of the model of the size of ``X``."""
-        n, d = X.shape
-
-        def statistics(Y, SY, split_rng):
-            with np.errstate(over="ignore", invalid="ignore"):  # checked in the sums
-                parts = _second_moment_parts(Y, SY)
-            second = second_moment_sums(Y, SY, parts).statistic(self.statistic)
-            fourth = StudentisedMean(crossed_fourth_moment_terms(Y, SY, split_rng))
-            return second, fourth.statistic()
-
-        observed = statistics(X, S, fourth_rng.spawn(2)[0])
-        null = np.empty((int(self.n_bootstrap), 2))
-        for b, child in enumerate(model_rng.spawn(int(self.n_bootstrap))):
-            draw_rng, split_rng = child.spawn(2)
-            null[b] = statistics(*model_sample(self.model, n, d, draw_rng), split_rng)
-        if not np.all(np.isfinite(null)):
-            raise ValueError("the moment statistics are not finite on some samples of "
-                             "model.rvs; take bootstrap='rademacher'.")
-        draws = f"Monte Carlo null of {int(self.n_bootstrap)} model samples"
-        return [self._whole_result(
-                    observed[0], null[:, 0], self.alpha * POOLED_SHARES[1], n, SECOND,
-                    "monte-carlo", f"second moments of all {n} samples (linear Stein "
-                    f"kernel, {draws}"),
-                self._whole_result(
-                    observed[1], null[:, 1], self.alpha * POOLED_SHARES[2], n, FOURTH,
-                    "monte-carlo", f"fourth moment of all {n} samples, each half about the "
-                    f"other's mean (studentised, {draws}")]
+        return pooled_by_model_samples(self, X, S, second_rng, fourth_rng, model_rng)
 
     def _crossfit_test(self, X, prep_rng, boot_rng, alpha, S, device, bootstrap):
         """The cross-fitted test at ``alpha``: one test per fold, their p-values combined
