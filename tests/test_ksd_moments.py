@@ -115,3 +115,14 @@ def test_discrete_model_refuses_the_moments():
     X = np.random.default_rng(0).integers(0, 3, size=(50, 2))
     with pytest.raises(ValueError, match="moments=True is for continuous models"):
         KSDTest(model, moments=True).test(X)
+
+
+def test_second_moments_by_blocks_beyond_max_memory():
+    """Beyond ``max_memory`` the second moments' kernel is formed by blocks of rows: the
+    same statistics and p-values."""
+    X = np.random.default_rng(0).standard_t(5, size=(300, 3))
+    model = Gaussian(np.zeros(3))
+    whole = KSDTest(model, random_state=0, moments=True).test(X)
+    blocks = KSDTest(model, random_state=0, moments=True, max_memory=100_000).test(X)
+    np.testing.assert_array_equal(whole.pvalues, blocks.pvalues)
+    np.testing.assert_allclose(whole.statistics, blocks.statistics, rtol=1e-12)
