@@ -592,9 +592,9 @@ class LangevinKSD(EstimatorEngine):
         return self.compute.like(St, X), w
 
     def _prepare(self, est, X, rng, companions=()):
-        """``(X, kernels, parts, bandwidth_weights)``: validated X, the fitted (or
-        resolved) ``kernels``, ``(kernel_, geometries_, whitening_, tilt_)``, and the
-        geometries' parts.
+        """``(X, kernels, parts, bandwidth_weights, S)``: validated X, the fitted (or
+        resolved) ``kernels``, ``(kernel_, geometries_, whitening_, tilt_)``, the
+        geometries' parts, and the model's scores at X.
 
         Each part is ``((points, scores, weights), kernels, companions, maps, tilt)``
         for one label of ``geometries_`` (a geometry, tilted or not): the data and the
@@ -619,7 +619,7 @@ class LangevinKSD(EstimatorEngine):
                 self.compute.host(X), rng, self.compute.on_device(X))
         S = self.compute.scores(est.model, X, "model")
         kernels = (kern, labels, white, tilt)
-        return X, kernels, self._parts(est, X, S, kernels, companions), weights
+        return X, kernels, self._parts(est, X, S, kernels, companions), weights, S
 
     def _parts(self, est, X, S, kernels, companions=()):
         """The parts of :meth:`_prepare` for ``X`` and its scores ``S`` under
@@ -672,7 +672,7 @@ class LangevinKSD(EstimatorEngine):
         moments = check_bool(est.moments, "moments")
         if moments and companions:
             raise ValueError("moments=True tests the sample alone; it takes no companions.")
-        X, kernels, parts, weights = self._prepare(est, X, bw_rng, companions)
+        X, kernels, parts, weights, S = self._prepare(est, X, bw_rng, companions)
         # moments=True: the KSD test at its share of the level, the moments beside it
         alpha = est.alpha * POOLED_SHARES[0] if moments else est.alpha
         kern, labels = kernels[:2]
@@ -691,7 +691,8 @@ class LangevinKSD(EstimatorEngine):
                 raise ValueError("bootstrap='monte-carlo' draws the model's samples alone; "
                                  "it takes no companions.")
             result = self._monte_carlo_test(est, X, kernels, parts, weights, boot_rng, alpha)
-            return self._with_moments(est, X, result, rng, "monte-carlo") if moments else result
+            return self._with_moments(est, X, S, result, rng, "monte-carlo") if moments \
+                else result
         n = X.shape[0]
         kind = est._bootstrap_kind(n)
         V = bootstrap_draws(kind, n, est.n_bootstrap, boot_rng, est.statistic)
@@ -707,16 +708,15 @@ class LangevinKSD(EstimatorEngine):
         stats = np.array([s.statistic(est.statistic) for s in sums])
         result = self._result(est, n, stats, null, kernels, parts, weights, kind,
                               f"{kind} bootstrap", alpha=alpha)
-        return self._with_moments(est, X, result, rng, kind) if moments else result
+        return self._with_moments(est, X, S, result, rng, kind) if moments else result
 
-    def _with_moments(self, est, X, result, rng, kind):
+    def _with_moments(self, est, X, S, result, rng, kind):
         """``moments=True``: the KSD test's ``result`` (at its share of the level) and
         the whole sample's second- and fourth-moment tests of :class:`MaxSKSDTest`,
         each at its share, combined by :func:`~skstein.gof._maxsksd.pooled_result`.
         Their draws are of the kind ``kind``, from children of ``rng`` that the KSD
-        test does not use; computed on the host."""
-        Xh = self.compute.host(X)
-        S = self.compute.host(self.compute.scores(est.model, X, "model"))
+        test does not use; computed on the host, with X's scores ``S``."""
+        Xh, S = self.compute.host(X), self.compute.host(S)
         fourth_rng, second_rng, model_rng = rng.spawn(3)
         if kind == "monte-carlo" or pooled_monte_carlo(est, *Xh.shape):
             whole = pooled_by_model_samples(est, Xh, S, second_rng, fourth_rng, model_rng)
@@ -791,7 +791,7 @@ class LangevinKSD(EstimatorEngine):
                             independent=True, alpha=alpha)
 
     def _all_sums(self, est, X, companions=()):
-        _, (kern, *_), parts, _ = self._prepare(est, X, as_generator(est.random_state),
+        _, (kern, *_), parts, _, _ = self._prepare(est, X, as_generator(est.random_state),
                                                 companions)
         sums = [s for part in parts for s in self._part_sums(est, part, None)[0]]
         return sums, isinstance(kern, tuple)
@@ -816,7 +816,7 @@ class LangevinKSD(EstimatorEngine):
     def score_companions(self, est, X, companion_sets):
         """:meth:`score` of ``X`` paired with each array of ``companion_sets`` in turn
         (one companion each); X's kernels, scores and Stein sums are computed once."""
-        _, _, parts, _ = self._prepare(est, X, as_generator(est.random_state))
+        _, _, parts, _, _ = self._prepare(est, X, as_generator(est.random_state))
         base = self._sums_and_blind(est, parts)
         out = []
         for C in companion_sets:
@@ -833,7 +833,7 @@ class LangevinKSD(EstimatorEngine):
         return np.array(out)
 
     def score(self, est, X, companions=()):
-        _, _, parts, _ = self._prepare(est, X, as_generator(est.random_state), companions)
+        _, _, parts, _, _ = self._prepare(est, X, as_generator(est.random_state), companions)
         best = self._best_criterion(self._sums_and_blind(est, parts))
         if best == -np.inf and is_fitted(est) and isinstance(est.bandwidth, str):
             # bandwidths fitted by a rule to data of another scale: no search is
