@@ -373,7 +373,9 @@ class PerturbedKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
     Attributes
     ----------
     modes_ : ndarray (K, D)
-        Fitted: the modes found, by decreasing density.
+        Fitted: the modes found, by decreasing density. A mode counts where the log
+        density is smooth with a positive definite Hessian, so a peak that is not
+        smooth (a Laplace model's) is not found.
     mode_covariances_ : ndarray (K, D, D)
         Fitted: the inverse Hessian of :math:`-\log p` at each mode.
     jump_scale_ : float
@@ -506,8 +508,11 @@ class PerturbedKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             X_test = X[test]
         ksd = self._ksd(boot_seed)
         if len(modes) < 2:
-            found = f"{len(modes)} mode{'s' * (len(modes) != 1)} found"
-            return ksd, X, (), f"{found}: the KSD test of the whole sample"
+            # a peak that is not smooth (a Laplace model's) has no Hessian to check
+            found = ("1 mode found" if len(modes) else "no mode found where the log "
+                     "density is smooth with a positive definite Hessian")
+            return ksd, X, (), (f"{found}, nothing to jump between: the KSD test of the "
+                                "whole sample")
         Y, acceptance = jump_chain(self.model, X_test, modes, theta, self.n_steps, move_seed)
         return ksd, X_test, (Y,), (f"perturbed by {self.n_steps} jumps between "
                                    f"{len(modes)} modes, jump scale {theta:.3g}, "
