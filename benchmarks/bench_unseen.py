@@ -28,13 +28,18 @@ standard deviations is marked ``<``.
   model with two components at +-2u (identity covariances, equal weights), data
   whose components have covariance 0.7 I.
 
+``modes``: at every D of ``--dims``, a model of three unit-variance Gaussian components
+of equal weights, 3 apart along random orthonormal directions; its true samples (a
+null), data whose weights are 0.5 / 0.3 / 0.2, and data from two of its three
+components (a mode missing).
+
 Tests (``--tests``, default all but ``RFSD``, whose Monte Carlo null costs about 500
 statistics a test): ``KSD``, ``KSD+moments`` (``KSDTest(moments=True)``), ``MaxSKSD``,
 ``Poly`` (:class:`PolynomialKSDTest`),
 ``FSSD``, ``Linear`` (:class:`LinearKSDTest`), ``Perturbed``, ``MMD``
 (:class:`MMDGOFTest`), ``RFSD``.
 
-Run: ``python benchmarks/bench_unseen.py [--part nulls departures] [--seed 2027]
+Run: ``python benchmarks/bench_unseen.py [--part nulls departures modes] [--seed 2027]
 [--n 200] [--trials 200] [--dims 2 5 10] [--tests KSD MaxSKSD ...] [--n-jobs -1]``
 """
 
@@ -126,6 +131,21 @@ def standard_departures(D, rng):
     ]
 
 
+def mode_departures(D, rng):
+    """``[(name, model, data)]``: three equal, well-separated components, their true
+    samples, other weights, and a component missing."""
+    centres = 3.0 * special_ortho_group.rvs(D, random_state=rng)[:, :3].T
+    covs = np.array([np.eye(D)] * 3)
+    model = dist.GaussianMixture(np.full(3, 1.0 / 3.0), centres, covs)
+    return [
+        ("null", model, model),
+        ("weights 0.5/0.3/0.2", model,
+         dist.GaussianMixture(np.array([0.5, 0.3, 0.2]), centres, covs)),
+        ("two of three modes", model,
+         dist.GaussianMixture(np.array([0.5, 0.5]), centres[:2], covs[:2])),
+    ]
+
+
 def row(name, model, data, args):
     cells = []
     bound = 0.05 + 3.0 * np.sqrt(0.05 * 0.95 / args.trials)
@@ -140,7 +160,7 @@ def row(name, model, data, args):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--part", nargs="+", default=["nulls", "departures"],
-                        choices=["nulls", "departures"])
+                        choices=["nulls", "departures", "modes"])
     parser.add_argument("--seed", type=int, default=2027)
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--trials", type=int, default=200)
@@ -151,6 +171,8 @@ def main():
     args = parser.parse_args()
     if min(args.dims) < 2:
         parser.error("--dims: the departures need at least two dimensions")
+    if "modes" in args.part and min(args.dims) < 3:
+        parser.error("--dims: the three modes need at least three dimensions")
     warnings.simplefilter("ignore")  # heavy-tail and small-sample warnings, expected
     header = f"  {'':<34s}" + " ".join(f"{t:>{max(len(t), 5)}s} " for t in args.tests)
     t0 = time.perf_counter()
@@ -169,6 +191,13 @@ def main():
             row(name, model, data, args)
         for D in args.dims:
             for name, model, data in standard_departures(D, rng):
+                row(f"{name}, D={D}", model, data, args)
+    if "modes" in args.part:
+        print("modes (rejection rate)")
+        print(header)
+        rng_modes = np.random.default_rng([args.seed, 1])  # apart from the other parts
+        for D in args.dims:
+            for name, model, data in mode_departures(D, rng_modes):
                 row(f"{name}, D={D}", model, data, args)
     print(f"{time.perf_counter() - t0:.0f} s")
 
