@@ -33,13 +33,21 @@ of equal weights, 3 apart along random orthonormal directions; its true samples 
 null), data whose weights are 0.5 / 0.3 / 0.2, and data from two of its three
 components (a mode missing).
 
+``scales``: at every D of ``--dims``, a Gaussian model with variances from e^-3.5 to
+e^3.5 (log-uniform) along random orthonormal axes and a random mean; its true
+samples, a mean shift of half a standard deviation along its widest axis and along
+its narrowest, and the variance along its narrowest axis times 1.8.
+
 Tests (``--tests``, default all but ``RFSD``, whose Monte Carlo null costs about 500
 statistics a test): ``KSD``, ``KSD+moments`` (``KSDTest(moments=True)``), ``MaxSKSD``,
 ``Poly`` (:class:`PolynomialKSDTest`),
 ``FSSD``, ``Linear`` (:class:`LinearKSDTest`), ``Perturbed``, ``MMD``
-(:class:`MMDGOFTest`), ``RFSD``.
+(:class:`MMDGOFTest`), ``RFSD``, and, not in the default list, ``KSD-held-out``:
+``KSDTest(whiten=False)`` on the data whitened by ``skstein.kernels.whitening(X,
+covariance="held-out")`` (the sample or the Ledoit-Wolf covariance, whichever predicts
+held-out rows better), where the tests' own whitening takes Ledoit-Wolf's.
 
-Run: ``python benchmarks/bench_unseen.py [--part nulls departures modes] [--seed 2027]
+Run: ``python benchmarks/bench_unseen.py [--part nulls departures modes scales] [--seed 2027]
 [--n 200] [--trials 200] [--dims 2 5 10] [--tests KSD MaxSKSD ...] [--n-jobs -1]``
 """
 
@@ -50,10 +58,31 @@ import warnings
 
 import numpy as np
 from scipy.stats import special_ortho_group
+from sklearn.base import BaseEstimator
 
 import skstein as sk
 from skstein import distributions as dist
 from skstein.experiments import rejection_rate
+from skstein.kernels import whitening
+
+class HeldOutWhitenedKSD(BaseEstimator):
+    """The default ``KSDTest`` on the data whitened by
+    ``skstein.kernels.whitening(X, covariance="held-out")``, the model's score carried
+    over by the chain rule: the whitening that the tests' own (Ledoit-Wolf) would be
+    if they took the held-out choice of covariance."""
+
+    def __init__(self, model, random_state=None):
+        self.model = model
+        self.random_state = random_state
+
+    def test(self, X):
+        A, B = whitening(X, covariance="held-out")  # X @ A is white; A B^T = I
+
+        def score(Y):
+            return self.model.grad_logpdf(Y @ B.T) @ B
+
+        return sk.KSDTest(score, whiten=False, random_state=self.random_state).test(X @ A)
+
 
 TESTS = {
     "KSD": sk.KSDTest,
@@ -65,6 +94,7 @@ TESTS = {
     "Perturbed": sk.PerturbedKSDTest,
     "MMD": sk.MMDGOFTest,
     "RFSD": sk.RFSDTest,
+    "KSD-held-out": HeldOutWhitenedKSD,
 }
 
 
@@ -146,6 +176,27 @@ def mode_departures(D, rng):
     ]
 
 
+def scale_departures(D, rng):
+    """``[(name, model, data)]``: a Gaussian whose scales span a factor of e^7 along
+    random axes, its true samples and three departures along its extreme axes."""
+    Q = special_ortho_group.rvs(D, random_state=rng)
+    w = np.exp(rng.uniform(-3.5, 3.5, D))
+    cov, mean = (Q * w) @ Q.T, rng.normal(size=D)
+    narrow, wide = np.argmin(w), np.argmax(w)
+    model = dist.Gaussian(mean, cov)
+
+    def shifted(k):
+        return dist.Gaussian(mean + 0.5 * np.sqrt(w[k]) * Q[:, k], cov)
+
+    return [
+        ("null", model, model),
+        ("shift 0.5 sd, widest", model, shifted(wide)),
+        ("shift 0.5 sd, narrowest", model, shifted(narrow)),
+        ("variance x1.8, narrowest", model,
+         dist.Gaussian(mean, cov + 0.8 * w[narrow] * np.outer(Q[:, narrow], Q[:, narrow]))),
+    ]
+
+
 def row(name, model, data, args):
     cells = []
     bound = 0.05 + 3.0 * np.sqrt(0.05 * 0.95 / args.trials)
@@ -160,13 +211,13 @@ def row(name, model, data, args):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--part", nargs="+", default=["nulls", "departures"],
-                        choices=["nulls", "departures", "modes"])
+                        choices=["nulls", "departures", "modes", "scales"])
     parser.add_argument("--seed", type=int, default=2027)
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--trials", type=int, default=200)
     parser.add_argument("--dims", type=int, nargs="+", default=[2, 5, 10])
     parser.add_argument("--tests", nargs="+", choices=list(TESTS),
-                        default=[t for t in TESTS if t != "RFSD"])
+                        default=[t for t in TESTS if t not in ("RFSD", "KSD-held-out")])
     parser.add_argument("--n-jobs", type=int, default=-1)
     args = parser.parse_args()
     if min(args.dims) < 2:
@@ -198,6 +249,13 @@ def main():
         rng_modes = np.random.default_rng([args.seed, 1])  # apart from the other parts
         for D in args.dims:
             for name, model, data in mode_departures(D, rng_modes):
+                row(f"{name}, D={D}", model, data, args)
+    if "scales" in args.part:
+        print("scales (rejection rate)")
+        print(header)
+        rng_scales = np.random.default_rng([args.seed, 2])
+        for D in args.dims:
+            for name, model, data in scale_departures(D, rng_scales):
                 row(f"{name}, D={D}", model, data, args)
     print(f"{time.perf_counter() - t0:.0f} s")
 

@@ -903,14 +903,54 @@ def ledoit_wolf_covariance(X):
     return C
 
 
-def whitening(X):
+#: The covariance estimates of :func:`whitening`.
+COVARIANCES = ("ledoit-wolf", "sample", "held-out")
+
+#: Folds of ``whitening(X, covariance="held-out")``.
+HELD_OUT_FOLDS = 5
+
+
+def _sample_covariance(X):
+    """The sample covariance of the rows of ``X``, divided by ``n``."""
+    Xc = X - X.mean(axis=0)
+    return (Xc.T @ Xc) / X.shape[0]
+
+
+def _held_out_loglik(C, X_test, centre):
+    """The Gaussian log-likelihood of the rows of ``X_test`` under mean ``centre`` and
+    covariance ``C``, up to a constant; -inf where ``C`` is singular in float64."""
+    w, V = np.linalg.eigh(C)
+    if not (np.all(np.isfinite(w)) and w[-1] > 0.0 and w[0] > 1e-12 * w[-1]):
+        return -np.inf
+    Z = (X_test - centre) @ V
+    return float(-0.5 * (np.sum(Z * Z / w) + X_test.shape[0] * np.sum(np.log(w))))
+
+
+def _sample_predicts_better(X):
+    """Whether the sample covariance gives held-out rows of ``X`` a larger Gaussian
+    log-likelihood than the Ledoit-Wolf covariance (:func:`whitening`)."""
+    n, d = X.shape
+    folds = np.arange(n) % HELD_OUT_FOLDS
+    if np.count_nonzero(folds != HELD_OUT_FOLDS - 1) <= d:
+        return False  # a training fold's sample covariance is singular
+    total = np.zeros(2)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for f in range(HELD_OUT_FOLDS):
+            train, test = X[folds != f], X[folds == f]
+            centre = train.mean(axis=0)
+            total += [_held_out_loglik(ledoit_wolf_covariance(train), test, centre),
+                      _held_out_loglik(_sample_covariance(train), test, centre)]
+    return bool(np.isfinite(total[1]) and total[1] > total[0])
+
+
+def whitening(X, covariance="ledoit-wolf"):
     r"""The change of coordinates that whitens ``X``, and its action on scores.
 
-    With the Ledoit-Wolf shrunk covariance :math:`\hat C = V \operatorname{diag}(w)
-    V^\top` of ``X`` (:func:`ledoit_wolf_covariance`; shrinkage keeps it invertible
-    when ``n`` is close to ``d``),
-    :math:`A = V \operatorname{diag}(w)^{-1/2}` maps the samples to ``X @ A``, with
-    sample covariance (close to) the identity, and :math:`B = V
+    With the covariance estimate :math:`\hat C = V \operatorname{diag}(w) V^\top` of
+    ``X`` (by default the Ledoit-Wolf shrunk covariance,
+    :func:`ledoit_wolf_covariance`; shrinkage keeps it invertible when ``n`` is close
+    to ``d``), :math:`A = V \operatorname{diag}(w)^{-1/2}` maps the samples to ``X @
+    A``, with sample covariance (close to) the identity, and :math:`B = V
     \operatorname{diag}(w)^{1/2}` maps the scores: if ``S`` holds :math:`\nabla \log
     p` at the rows of ``X``, ``S @ B`` holds the score of the transformed model at the
     rows of ``X @ A`` (the chain rule; :math:`A B^\top = I`). A radial kernel on the
@@ -918,9 +958,24 @@ def whitening(X):
     C^{-1}})` on the original ones, so a Stein discrepancy computed there tests the
     same hypothesis with a kernel fitted to the data's correlations and scales.
 
+    Ledoit-Wolf shrinkage adds a share of the mean eigenvalue to every eigenvalue. Where
+    the scales of ``X`` differ by orders of magnitude that share can exceed the
+    smallest variances many times over, and the whitened coordinates are far from
+    white along the narrow axes (user guide, :doc:`/user_guide/bandwidths`).
+    ``covariance="held-out"`` then takes the plain sample covariance instead: of the
+    two estimates, the one under which held-out rows are more likely.
+
     Parameters
     ----------
     X : array of shape (n, d)
+    covariance : {"ledoit-wolf", "sample", "held-out"}, default="ledoit-wolf"
+        The covariance estimate. ``"sample"``: the plain sample covariance (divided by
+        ``n``; it needs more rows than columns). ``"held-out"``: of the Ledoit-Wolf
+        and the sample covariance, the one with the larger Gaussian log-likelihood of
+        held-out rows, summed over 5 folds (row ``i`` in fold ``i mod 5``, each
+        estimated on the other four); the Ledoit-Wolf covariance where a training
+        fold's sample covariance is singular, and on ties. Deterministic: no random
+        numbers.
 
     Returns
     -------
@@ -931,7 +986,13 @@ def whitening(X):
         target), so that the whitened coordinates do not magnify rounding; eigenvalues
         below ``1e-12`` times the largest are raised to it.
     """
+    if covariance not in COVARIANCES:
+        raise ValueError(f"covariance must be one of {COVARIANCES}, got {covariance!r}.")
     X = check_samples(X)
+    if covariance == "sample" and X.shape[0] <= X.shape[1]:
+        raise ValueError(f"covariance='sample' needs more rows than columns in X, got "
+                         f"{X.shape[0]} rows and {X.shape[1]} columns; take "
+                         f"covariance='ledoit-wolf'.")
     # the shrinkage squares the covariance's entries (fourth powers of X): far from
     # unit scale, X is scaled by a power of two first, which changes no rounding
     with np.errstate(over="ignore"):
@@ -940,7 +1001,12 @@ def whitening(X):
         raise ValueError("the deviations of X from its mean overflow float64, so X cannot "
                          "be whitened; rescale X.")
     k = power_of_two_exponent(top, 60)
-    C = ledoit_wolf_covariance(np.ldexp(X, -k))
+    Xs = np.ldexp(X, -k)
+    if covariance == "ledoit-wolf" or (covariance == "held-out"
+                                       and not _sample_predicts_better(Xs)):
+        C = ledoit_wolf_covariance(Xs)
+    else:
+        C = _sample_covariance(Xs)
     with np.errstate(over="ignore"):
         C = np.ldexp(C, 2 * k)
     if not np.all(np.isfinite(C)):

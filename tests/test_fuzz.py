@@ -67,7 +67,7 @@ from skstein import (
     stein_matrix,
 )
 from skstein.distributions import Gaussian
-from skstein.kernels import median_bandwidth_1d
+from skstein.kernels import median_bandwidth_1d, whitening
 
 try:  # DataFrames are among the generated inputs where pandas is installed
     import pandas
@@ -474,6 +474,24 @@ def test_median_bandwidth(case):
     h = run(case, median_bandwidth, _finite)
     if h is not None:
         assert h > 0
+
+
+@FUZZ
+@given(case=cases(bandwidths=False),
+       covariance=st.sampled_from(["ledoit-wolf", "sample", "held-out"]))
+def test_whitening(case, covariance):
+    case.fail.discard("model")
+    case.maybe.discard("model")
+
+    def maps(white):
+        A, B = (_finite(M) for M in white)
+        # the two maps undo each other: A B^T = I
+        np.testing.assert_allclose(A @ B.T, np.eye(A.shape[0]), atol=1e-6)
+        return np.concatenate([A, B])
+
+    # "sample" refuses X with no more rows than columns; collinear or constant columns
+    # may be flat axes (raised to the mean eigenvalue) or refused, naming X
+    run(case, lambda X: whitening(X, covariance=covariance), maps, maybe={"X"})
 
 
 @FUZZ

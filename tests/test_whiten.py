@@ -37,6 +37,51 @@ def test_whitening_maps_samples_and_scores(rng):
                                rtol=1e-8, atol=1e-8)
 
 
+def _wide_scales(dim, n, seed):
+    """Rows of a rotated Gaussian with variances from e^-3.5 to e^3.5, and its covariance."""
+    rng = np.random.default_rng(seed)
+    R = special_ortho_group.rvs(dim, random_state=rng)
+    var = np.exp(np.linspace(-3.5, 3.5, dim))
+    return rng.standard_normal((n, dim)) * np.sqrt(var) @ R.T, R @ np.diag(var) @ R.T
+
+
+def test_held_out_covariance_whitens_scales_that_differ_by_orders_of_magnitude():
+    X, cov = _wide_scales(10, 300, 0)
+    # Ledoit-Wolf adds a share of the mean eigenvalue, which swamps the smallest ones
+    eig_lw = np.linalg.eigvalsh(np.cov((X @ whitening(X)[0]).T))
+    assert eig_lw.min() < 0.8
+    for covariance in ("held-out", "sample"):
+        A, B = whitening(X, covariance=covariance)
+        np.testing.assert_allclose(A @ B.T, np.eye(10), atol=1e-10)
+        # the sample covariance: the whitened rows have exactly unit covariance
+        np.testing.assert_allclose(np.cov((X @ A).T, bias=True), np.eye(10), atol=1e-10)
+        # and the model, mapped, is close to white: its covariance A^T C A
+        eig = np.linalg.eigvalsh(A.T @ cov @ A)
+        assert 0.6 < eig.min() and eig.max() < 1.5, eig
+
+
+@pytest.mark.parametrize("n, d", [(300, 10), (60, 20), (1000, 50), (40, 3)])
+def test_held_out_covariance_keeps_ledoit_wolf_on_isotropic_samples(rng, n, d):
+    X = rng.standard_normal((n, d))
+    for a, b in zip(whitening(X, covariance="held-out"), whitening(X)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_held_out_covariance_falls_back_where_folds_are_too_small():
+    # 12 rows in 10 columns: a training fold of 9 or 10 rows has a singular covariance
+    X, _ = _wide_scales(10, 12, 1)
+    for a, b in zip(whitening(X, covariance="held-out"), whitening(X)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_whitening_covariance_errors_name_the_argument(rng):
+    X = rng.standard_normal((20, 3))
+    with pytest.raises(ValueError, match="covariance must be one of"):
+        whitening(X, covariance="shrunk")
+    with pytest.raises(ValueError, match="covariance='sample' needs more rows than columns"):
+        whitening(X[:3], covariance="sample")
+
+
 @pytest.mark.parametrize("n, d", [(5, 1), (2, 3), (10, 3), (200, 5), (50, 100), (7, 7)])
 def test_ledoit_wolf_covariance_is_sklearns(rng, n, d):
     from sklearn.covariance import ledoit_wolf
