@@ -31,7 +31,8 @@ Cases, models and data in a random rotation (``--seed``):
   default whitens in no trial and gives the same numbers as ``whiten=False``.
 
 Run: ``python benchmarks/bench_whiten_auto.py [--d 5] [--n 300] [--trials 200]
-[--seed 808] [--test ksd|maxsksd|polynomial] [--reference sample|auto] [--n-jobs -1]``
+[--seed 808] [--conds 16 100] [--test ksd|maxsksd|polynomial] [--reference
+sample|auto] [--n-jobs -1]``
 """
 
 import argparse
@@ -62,9 +63,9 @@ def mixture(d, variance):
                            covariance_type="spherical")
 
 
-def cases(d, Q):
+def cases(d, Q, conds=(16.0, 100.0)):
     out = []
-    for cond in (16.0, 100.0):
+    for cond in conds:
         model, sd = rotated(d, cond, Q)
         wide, narrow = Q[:, -1], Q[:, 0]
 
@@ -106,6 +107,8 @@ def main():
     ap.add_argument("--test", choices=("ksd", "maxsksd", "polynomial"), default="ksd")
     ap.add_argument("--reference", choices=("sample", "auto"), default="sample",
                     help="PolynomialKSDTest's reference (--test polynomial only)")
+    ap.add_argument("--conds", type=float, nargs="+", default=[16.0, 100.0],
+                    help="condition numbers of the rotated Gaussians")
     ap.add_argument("--n-jobs", type=int, default=-1)
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
@@ -118,7 +121,7 @@ def main():
     print(f"{cls.__name__}, D = {args.d}, n = {args.n}, {args.trials} trials, "
           f"seed {args.seed}; "
           "rates with whiten=False / the default 'auto'; share of data sets whitened")
-    for name, model, data in cases(args.d, Q):
+    for name, model, data in cases(args.d, Q, args.conds):
         off = rejection_rate(cls(model, whiten=False), data, args.n, **kw).rate
         auto = rejection_rate(cls(model), data, args.n, **kw).rate
         share = whitened_share(data, args.n, 50, args.seed + 1)

@@ -815,7 +815,7 @@ def flat_directions(A, G, projections=None):
     return np.ptp(P, axis=0) <= tol * scale
 
 
-def auto_whitening(X):
+def auto_whitening(X, covariance="ledoit-wolf"):
     """The :func:`whitening` of ``X`` where ``whiten="auto"`` takes it, else None.
 
     It is taken when the condition number of the Ledoit-Wolf covariance
@@ -827,6 +827,9 @@ def auto_whitening(X):
     Parameters
     ----------
     X : array of shape (n, d)
+    covariance : {"ledoit-wolf", "sample", "held-out"}, default="ledoit-wolf"
+        The covariance of the whitening returned (:func:`whitening`); the rule above
+        takes the Ledoit-Wolf covariance whatever it is.
 
     Returns
     -------
@@ -841,7 +844,7 @@ def auto_whitening(X):
     axes = white[0] / np.linalg.norm(white[0], axis=0)   # the eigenvectors, columns
     if np.any(flat_directions(X, axes.T)):
         return None
-    return white
+    return white if covariance == "ledoit-wolf" else whitening(X, covariance)
 
 
 def whitening_condition(whitening):
@@ -961,9 +964,10 @@ def whitening(X, covariance="ledoit-wolf"):
     Ledoit-Wolf shrinkage adds a share of the mean eigenvalue to every eigenvalue. Where
     the scales of ``X`` differ by orders of magnitude that share can exceed the
     smallest variances many times over, and the whitened coordinates are far from
-    white along the narrow axes (user guide, :doc:`/user_guide/bandwidths`).
+    white along the narrow axes (user guide, "Bandwidths").
     ``covariance="held-out"`` then takes the plain sample covariance instead: of the
     two estimates, the one under which held-out rows are more likely.
+    :class:`~skstein.KSDTest` whitens with it; the other estimators with Ledoit-Wolf's.
 
     Parameters
     ----------

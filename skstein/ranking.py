@@ -52,6 +52,7 @@ from .discrepancy import (
     stein_sums,
 )
 from .gof import KSDTest, MaxSKSDTest
+from .gof._ksd import WHITEN_COVARIANCE
 from .kernels import make_kernel, whitening
 
 __all__ = ["rank_samples", "SampleRanking"]
@@ -177,7 +178,8 @@ def _ksd_settings(test, X, rng):
     h = getattr(test, "bandwidth_", None)
     if h is not None:
         return h, getattr(test, "whitening_", None)
-    white = whitening(X) if geometries[0] == "whitened" else None
+    # the whitening a KSDTest resolves on X (its covariance's held-out choice)
+    white = whitening(X, WHITEN_COVARIANCE) if geometries[0] == "whitened" else None
     if white is not None:
         X = X @ white[0]
     return resolve_bandwidth(X, test.bandwidth, random_state=rng), white

@@ -71,7 +71,7 @@ def test_one_shared_test_measures_every_candidate_with_one_kernel():
         np.testing.assert_allclose(v, ksd(cands[k], model, bandwidth=median_bandwidth(cands[k])),
                                    rtol=1e-10)
     # whitening too: one map, from the pooled candidates
-    white = whitening(pooled)
+    white = whitening(pooled, "held-out")  # the KSD test's covariance
     hw = median_bandwidth(pooled @ white[0])
     res = rank_samples(cands, KSDTest(model, bandwidth="median", whiten=True), n_bootstrap=20,
                        random_state=0)

@@ -53,6 +53,12 @@ __all__ = ["KSDTest", "LangevinKSD", "DiscreteKSD", "select_ksd_engine"]
 
 #: Width, in log-bandwidth, of the ``"centred"`` weights: a weight falls to
 #: ``exp(-1/2)`` of its peak at four times (or a quarter of) the median heuristic.
+#: The covariance of the whitened geometry (:func:`~skstein.kernels.whitening`): the
+#: sample's own or its Ledoit-Wolf estimate, whichever predicts held-out rows better.
+#: Ledoit-Wolf's alone swamps the small scales of data whose scales differ by orders
+#: of magnitude (user guide, "Bandwidths").
+WHITEN_COVARIANCE = "held-out"
+
 CENTRED_WIDTH = np.log(4.0)
 
 
@@ -144,14 +150,19 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
     in the data's coordinates, 0.15 / 0.09 whitened and 0.75 / 0.37 aggregated. On
     isotropic alternatives the three agree within binomial error. Levels stayed
     within three binomial standard deviations of 0.05 on the rotated Gaussian, the
-    mixture and a standard normal. Aggregating both geometries costs 1.9 to 2.5 times
-    the test in one geometry (``benchmarks/bench_aggregate.py``, N = 1000, D = 10 and
+    mixture and a standard normal. (These rates were measured with the Ledoit-Wolf
+    covariance; the whitened geometry now takes its held-out choice,
+    ``whitening(X, covariance="held-out")``.) Aggregating both geometries costs 1.9
+    to 2.5 times the test in one geometry (``benchmarks/bench_aggregate.py``, N = 1000, D = 10 and
     100). The default, measured on other seeds (``benchmarks/bench_whiten_auto.py``,
     ``whiten=False`` / default, D = 5 / 20): the widest-axis shift at condition
     number 16 0.505 / 1.000 and 0.360 / 1.000, at 100 0.070 / 1.000 and 0.110 /
     1.000; the wider clusters 0.825 / 0.795 and 0.885 / 0.815; the levels there
-    0.030-0.075; Student-t(5) data against N(0, I) the same numbers (no sample
-    whitened).
+    0.030-0.070; Student-t(5) data against N(0, I) the same numbers (no sample
+    whitened). Where the scales differ by orders of magnitude (variances from
+    e^-3.5 to e^3.5 along random axes, ``bench_unseen.py --part scales``) the
+    held-out choice takes the sample covariance, whose whitened coordinates are
+    white where Ledoit-Wolf's are not (user guide, "Bandwidths").
 
     Parameters
     ----------
@@ -222,8 +233,10 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
         of :mod:`skstein.discrete` (``"rbf"`` is the exponentiated Hamming kernel).
     whiten : bool, "aggregate" or "auto", default="auto"
         ``False``: the kernel acts on the data's coordinates. ``True``: on the whitened
-        coordinates ``X @ A`` of :func:`~skstein.kernels.whitening` (Ledoit-Wolf
-        covariance of the data), with the model's scores mapped by the chain rule;
+        coordinates ``X @ A`` of :func:`~skstein.kernels.whitening` (the data's
+        sample covariance or its Ledoit-Wolf estimate, whichever gives held-out rows
+        the larger Gaussian likelihood: ``covariance="held-out"``), with the model's
+        scores mapped by the chain rule;
         bandwidths, including a float, are then in whitened units. ``"aggregate"``:
         both geometries' kernels in one aggregated test (one bootstrap, the min-p
         correction over all of them), about twice the cost. ``"auto"``: ``"aggregate"``
@@ -280,7 +293,7 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
         variance or a correlation, along directions that nobody names; the moments
         do. On random problems that no choice saw (``benchmarks/bench_unseen.py``,
         200 points, 200 trials a cell) rotated Student-t(10) data against a
-        Student-t(4) model in six dimensions were found in 0.075 of the trials
+        Student-t(4) model in six dimensions were found in 0.070 of the trials
         without and 1.00 with the moments, a variance of 1.5 along a random
         direction in D = 2 / 5 / 10 in 0.485 / 0.365 / 0.125 and 0.870 / 0.725 /
         0.390; the KSD part's halved level cost a mean shift of 0.25 some power
@@ -288,7 +301,8 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
         rejected in 0.030-0.040, and at 30 to 200 points in 0.0175-0.070 (the five
         random models at 30, 60 and 100 points, seed 2028, 200 trials each;
         Student-t(3) in one and five dimensions, a correlated two-dimensional
-        Gaussian and Laplace, 400 trials each). It costs 1.2 to 1.8 times the test
+        Gaussian and Laplace, 400 trials each; these levels with the Ledoit-Wolf
+        whitening). It costs 1.2 to 1.8 times the test
         without them (the second moments' bootstrap is a product of ``N^2`` terms
         per draw), and in one dimension below 500 points, where 1000 model samples
         calibrate the moments, 0.8 s against 0.025 s at 200 points. The
@@ -490,14 +504,14 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
         geometries = self._geometries()
         if like is not None:
             geometries = tuple(dict.fromkeys(g.partition(", ")[0] for g in like[0]))
-            white = whitening(X) if "whitened" in geometries else None
+            white = whitening(X, WHITEN_COVARIANCE) if "whitened" in geometries else None
         elif "whitened" not in geometries:
             white = None
         elif isinstance(self.whiten, str) and self.whiten == "auto":
-            white = auto_whitening(X)
+            white = auto_whitening(X, WHITEN_COVARIANCE)
             geometries = geometries if white is not None else ("euclidean",)
         else:
-            white = whitening(X)
+            white = whitening(X, WHITEN_COVARIANCE)
         hs, kernels, labels, centres = [], [], [], []
         for geometry in geometries:
             Xg = X @ white[0] if geometry == "whitened" else X
