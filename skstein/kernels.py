@@ -934,7 +934,7 @@ def _sample_predicts_better(X):
     log-likelihood than the Ledoit-Wolf covariance (:func:`whitening`)."""
     n, d = X.shape
     folds = np.arange(n) % HELD_OUT_FOLDS
-    if np.count_nonzero(folds != HELD_OUT_FOLDS - 1) <= d:
+    if np.count_nonzero(folds != 0) <= d:  # fold 0 is the largest, its complement least
         return False  # a training fold's sample covariance is singular
     total = np.zeros(2)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):

@@ -51,14 +51,14 @@ from ._tilt import check_tilt, resolve_tilt
 __all__ = ["KSDTest", "LangevinKSD", "DiscreteKSD", "select_ksd_engine"]
 
 
-#: Width, in log-bandwidth, of the ``"centred"`` weights: a weight falls to
-#: ``exp(-1/2)`` of its peak at four times (or a quarter of) the median heuristic.
 #: The covariance of the whitened geometry (:func:`~skstein.kernels.whitening`): the
 #: sample's own or its Ledoit-Wolf estimate, whichever predicts held-out rows better.
 #: Ledoit-Wolf's alone swamps the small scales of data whose scales differ by orders
 #: of magnitude (user guide, "Bandwidths").
 WHITEN_COVARIANCE = "held-out"
 
+#: Width, in log-bandwidth, of the ``"centred"`` weights: a weight falls to
+#: ``exp(-1/2)`` of its peak at four times (or a quarter of) the median heuristic.
 CENTRED_WIDTH = np.log(4.0)
 
 
@@ -151,18 +151,18 @@ class KSDTest(EngineMixin, SampleTestMethods, SteinTestMixin, BaseEstimator):
     isotropic alternatives the three agree within binomial error. Levels stayed
     within three binomial standard deviations of 0.05 on the rotated Gaussian, the
     mixture and a standard normal. (These rates were measured with the Ledoit-Wolf
-    covariance; the whitened geometry now takes its held-out choice,
-    ``whitening(X, covariance="held-out")``.) Aggregating both geometries costs 1.9
-    to 2.5 times the test in one geometry (``benchmarks/bench_aggregate.py``, N = 1000, D = 10 and
-    100). The default, measured on other seeds (``benchmarks/bench_whiten_auto.py``,
-    ``whiten=False`` / default, D = 5 / 20): the widest-axis shift at condition
-    number 16 0.505 / 1.000 and 0.360 / 1.000, at 100 0.070 / 1.000 and 0.110 /
-    1.000; the wider clusters 0.825 / 0.795 and 0.885 / 0.815; the levels there
-    0.030-0.070; Student-t(5) data against N(0, I) the same numbers (no sample
-    whitened). Where the scales differ by orders of magnitude (variances from
-    e^-3.5 to e^3.5 along random axes, ``bench_unseen.py --part scales``) the
-    held-out choice takes the sample covariance, whose whitened coordinates are
-    white where Ledoit-Wolf's are not (user guide, "Bandwidths").
+    covariance; the whitened geometry now takes its held-out choice, ``whitening(X,
+    covariance="held-out")``.) Aggregating both geometries costs 1.9 to 2.5 times the
+    test in one geometry (``benchmarks/bench_aggregate.py``, N = 1000, D = 10 and 100).
+    The default, measured on other seeds (``benchmarks/bench_whiten_auto.py``,
+    ``whiten=False`` / default, D = 5 / 20): the widest-axis shift at condition number
+    16 0.505 / 1.000 and 0.360 / 1.000, at 100 0.070 / 1.000 and 0.110 / 1.000; the
+    wider clusters 0.825 / 0.795 and 0.885 / 0.815; the levels there 0.030-0.070;
+    Student-t(5) data against N(0, I) the same numbers (no sample whitened). Where the
+    scales differ by orders of magnitude (variances from e^-3.5 to e^3.5 along random
+    axes, ``bench_unseen.py --part scales``) the held-out choice takes the sample
+    covariance, whose whitened coordinates are white where Ledoit-Wolf's are not (user
+    guide, "Bandwidths").
 
     Parameters
     ----------
