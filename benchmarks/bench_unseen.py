@@ -243,19 +243,16 @@ def main():
         for D in args.dims:
             for name, model, data in standard_departures(D, rng):
                 row(f"{name}, D={D}", model, data, args)
-    if "modes" in args.part:
-        print("modes (rejection rate)")
+    # each part of its own stream, apart from the others
+    for key, (part, problems) in enumerate([("modes", mode_departures),
+                                            ("scales", scale_departures)], start=1):
+        if part not in args.part:
+            continue
+        print(f"{part} (rejection rate)")
         print(header)
-        rng_modes = np.random.default_rng([args.seed, 1])  # apart from the other parts
+        part_rng = np.random.default_rng([args.seed, key])
         for D in args.dims:
-            for name, model, data in mode_departures(D, rng_modes):
-                row(f"{name}, D={D}", model, data, args)
-    if "scales" in args.part:
-        print("scales (rejection rate)")
-        print(header)
-        rng_scales = np.random.default_rng([args.seed, 2])
-        for D in args.dims:
-            for name, model, data in scale_departures(D, rng_scales):
+            for name, model, data in problems(D, part_rng):
                 row(f"{name}, D={D}", model, data, args)
     print(f"{time.perf_counter() - t0:.0f} s")
 
