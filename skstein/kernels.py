@@ -967,7 +967,8 @@ def whitening(X, covariance="ledoit-wolf"):
     white along the narrow axes (user guide, "Bandwidths").
     ``covariance="held-out"`` then takes the plain sample covariance instead: of the
     two estimates, the one under which held-out rows are more likely.
-    :class:`~skstein.KSDTest` whitens with it; the other estimators with Ledoit-Wolf's.
+    :class:`~skstein.KSDTest` and the direction search of :class:`~skstein.MaxSKSDTest`
+    whiten with it; the other estimators with Ledoit-Wolf's.
 
     Parameters
     ----------

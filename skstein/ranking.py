@@ -52,7 +52,7 @@ from .discrepancy import (
     stein_sums,
 )
 from .gof import KSDTest, MaxSKSDTest
-from .gof._ksd import WHITEN_COVARIANCE
+from .gof._common import WHITEN_COVARIANCE
 from .kernels import make_kernel, whitening
 
 __all__ = ["rank_samples", "SampleRanking"]

@@ -227,7 +227,7 @@ def test_whitened_maxsksd_is_the_plain_test_on_whitened_coordinates(rng, variant
     model, _, _ = _anisotropic(4)
     X = model.rvs(300, random_state=rng) + 0.4
     train, held_out = X[:120], X[120:]
-    A, B = whitening(train)
+    A, B = whitening(train, "held-out")  # the maxSKSD test's covariance
     kw = dict(variant=variant, n_slices=2 if variant == "rg" else None, moment=False,
               random_state=3)
     white = MaxSKSDTest(model, whiten=True, **kw).fit(train)
@@ -271,7 +271,7 @@ def test_maxsksd_whitened_stream(rng):
     test = MaxSKSDTest(model, variant="rg", n_slices=2, whiten=True, random_state=0)
     for batch in batches:
         test.partial_fit(batch)
-    np.testing.assert_allclose(test.whitening_[0], whitening(batches[0])[0])
+    np.testing.assert_allclose(test.whitening_[0], whitening(batches[0], "held-out")[0])
     assert test.candidates_[0][0] == "stream, whitened" and test.n_iter_ == 4
     assert 0.0 <= test.test(model.rvs(200, random_state=9)).pvalue <= 1.0
     # a fitted whitened test streams on from its directions, in its whitening

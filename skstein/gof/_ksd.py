@@ -33,6 +33,7 @@ from ..kernels import (
 from . import _discrete
 from ._base import SteinTestMixin, aggregated_result, is_fitted
 from ._common import (
+    WHITEN_COVARIANCE,
     SampleTestMethods,
     check_monte_carlo,
     model_sample,
@@ -50,12 +51,6 @@ from ._tilt import check_tilt, resolve_tilt
 
 __all__ = ["KSDTest", "LangevinKSD", "DiscreteKSD", "select_ksd_engine"]
 
-
-#: The covariance of the whitened geometry (:func:`~skstein.kernels.whitening`): the
-#: sample's own or its Ledoit-Wolf estimate, whichever predicts held-out rows better.
-#: Ledoit-Wolf's alone swamps the small scales of data whose scales differ by orders
-#: of magnitude (user guide, "Bandwidths").
-WHITEN_COVARIANCE = "held-out"
 
 #: Width, in log-bandwidth, of the ``"centred"`` weights: a weight falls to
 #: ``exp(-1/2)`` of its peak at four times (or a quarter of) the median heuristic.

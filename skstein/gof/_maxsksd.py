@@ -68,7 +68,7 @@ from ._base import (
     split_indices,
     train_count,
 )
-from ._common import SampleTestMethods, model_sample
+from ._common import WHITEN_COVARIANCE, SampleTestMethods, model_sample
 from ._polynomial import LOW_DIMENSION_MIN_SAMPLES
 
 __all__ = ["MaxSKSDTest", "combine_pvalues"]
@@ -879,22 +879,23 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
     whiten : bool, "aggregate" or "auto", default="auto"
         ``False``: directions are learned in the data's coordinates. ``True``: in the
         coordinates ``X @ A`` that whiten the training sample
-        (:func:`~skstein.kernels.whitening`, Ledoit-Wolf covariance), with the
+        (:func:`~skstein.kernels.whitening`, with the held-out choice between its
+        sample and Ledoit-Wolf covariances, as for :class:`KSDTest`), with the
         model's score mapped to them; the learned pairs are then mapped back to the
         data's coordinates (the same statistics, so the same hypothesis), where the
         slices are no longer unit vectors. A float ``bandwidth`` is then in whitened
         units. Where the data's spread differs by orders of magnitude between
-        directions, the ascent in the data's coordinates is led by the narrow ones
-        and misses a departure along a wide one: a half-sd shift along the widest
-        axis of a rotated Gaussian with variances 0.1 to 10 (n = 300, 200 trials)
-        is rejected 0.085 / 0.05 by the maxSKSD-g test with ``whiten=False`` at D = 5
-        / 20. ``"aggregate"``: both searches, their candidates aggregated in one test,
-        for 1.7 to 2 times the time; it rejects that shift 0.995 / 0.71 and kept
-        within 0.08 of ``False`` on a mixture (0.955 against 0.985 at D = 20, where
-        whitening alone gives 0.11), on Student-t data and on an isotropic variance
-        change. ``"auto"``: ``"aggregate"`` when the bandwidths follow a rule
-        (``bandwidth="median"``) and the training sample is anisotropic (the
-        condition number of its Ledoit-Wolf covariance is at least
+        directions, the ascent in the data's coordinates is led by the narrow ones and
+        misses a departure along a wide one: a half-sd shift along the widest axis of a
+        rotated Gaussian with variances 0.1 to 10 (n = 300, 200 trials) is rejected
+        0.085 / 0.05 by the maxSKSD-g test with ``whiten=False`` at D = 5 / 20.
+        ``"aggregate"``: both searches, their candidates aggregated in one test, for 1.7
+        to 2 times the time; it rejects that shift 0.995 / 0.71 and kept within 0.08 of
+        ``False`` on a mixture (0.955 against 0.985 at D = 20, where whitening alone
+        gives 0.11), on Student-t data and on an isotropic variance change (these with
+        the Ledoit-Wolf covariance). ``"auto"``: ``"aggregate"`` when the bandwidths
+        follow a rule (``bandwidth="median"``) and the training sample is anisotropic
+        (the condition number of its Ledoit-Wolf covariance is at least
         :data:`~skstein.kernels.AUTO_WHITEN_CONDITION`, 4, and it spreads along every
         axis of it: :func:`~skstein.kernels.auto_whitening`, as for :class:`KSDTest`),
         ``False`` otherwise, with the same numbers; the candidates' names say which.
@@ -1065,10 +1066,10 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
         if "whitened" not in geometries:
             white = None
         elif self._auto_whiten():
-            white = auto_whitening(X)
+            white = auto_whitening(X, WHITEN_COVARIANCE)
             geometries = geometries if white is not None else ("euclidean",)
         else:
-            white = whitening(X)
+            white = whitening(X, WHITEN_COVARIANCE)
         results = []
         for geometry in geometries:
             if geometry == "euclidean":
@@ -1198,7 +1199,7 @@ class MaxSKSDTest(SampleTestMethods, SteinTestMixin, BaseEstimator):
             white = None
             if geometries[0] == "whitened":
                 white = getattr(self, "whitening_", None) if fitted else None
-                white = white if white is not None else whitening(X)
+                white = white if white is not None else whitening(X, WHITEN_COVARIANCE)
             if fitted:
                 G, R = self.directions_, self.slices_
                 if white is not None:
