@@ -1079,12 +1079,13 @@ def radial_scale(Z):
     return float(r2.mean()), w if np.isfinite(w) else 0.0
 
 
-def polynomial_coordinates(X, whiten=False):
+def polynomial_coordinates(X, whiten=False, covariance="ledoit-wolf"):
     r"""The coordinates of the polynomial kernel learned on the reference sample ``X``.
 
     Returns ``(c, A, B, c2)``: the mean ``c``; ``A`` (d x d) with the rows of ``(X - c)
     @ A`` of unit mean squared norm (``A`` a multiple of the identity; with ``whiten``,
-    the Ledoit-Wolf whitening of :func:`~skstein.kernels.whitening` so scaled; with
+    the whitening of :func:`~skstein.kernels.whitening` by ``covariance`` (its
+    ``covariance``: ``"ledoit-wolf"``, ``"sample"`` or ``"held-out"``) so scaled; with
     ``whiten="auto"``, that whitening where :func:`~skstein.kernels.auto_whitening`
     takes it: an anisotropic ``X``); ``B``
     maps the scores to those coordinates (``S @ B``, :math:`A B^\top = I`); and the
@@ -1094,18 +1095,18 @@ def polynomial_coordinates(X, whiten=False):
     does not change when ``A`` is multiplied by a number (the Stein matrix is multiplied by a
     power of it), so the scaling only keeps the products in range.
     """
-    return polynomial_frame(X, whiten)[:4]
+    return polynomial_frame(X, whiten, covariance)[:4]
 
 
-def polynomial_frame(X, whiten=False):
+def polynomial_frame(X, whiten=False, covariance="ledoit-wolf"):
     """:func:`polynomial_coordinates` ``(c, A, B, c2)`` and whether ``A`` whitens."""
     d = X.shape[1]
     c = X.mean(axis=0)
     Xc = X - c
     if isinstance(whiten, str) and whiten == "auto":
-        white = auto_whitening(X)
+        white = auto_whitening(X, covariance)
     else:
-        white = whitening(X) if whiten else None
+        white = whitening(X, covariance) if whiten else None
     A, B = white if white is not None else (np.eye(d), np.eye(d))
     Y = Xc @ A
     top = float(np.max(np.abs(Y))) if Y.size else 0.0

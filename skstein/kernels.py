@@ -889,21 +889,29 @@ def ledoit_wolf_covariance(X):
     -------
     ndarray of shape (d, d)
     """
+    S, shrinkage, mu = _ledoit_wolf_parts(X)
+    if shrinkage == 0.0:
+        return S
+    C = (1.0 - shrinkage) * S
+    C.flat[::X.shape[1] + 1] += shrinkage * mu
+    return C
+
+
+def _ledoit_wolf_parts(X):
+    """``(S, s, mu)`` of :func:`ledoit_wolf_covariance`: the sample covariance (divided
+    by ``n``), the shrinkage (0 for one column) and the mean eigenvalue."""
     n, d = X.shape
     Xc = X - X.mean(axis=0)
     S = (Xc.T @ Xc) / n
-    if d == 1:
-        return S
     mu = np.trace(S) / d
+    if d == 1:
+        return S, 0.0, mu
     S_norm2 = float(np.sum(S * S))
     delta = (S_norm2 - 2.0 * mu * np.trace(S) + d * mu * mu) / d
     row_norm2 = np.einsum("ij,ij->i", Xc, Xc)
     beta = (float(np.dot(row_norm2, row_norm2)) / n - S_norm2) / (n * d)
     beta = min(beta, delta)
-    shrinkage = 0.0 if beta <= 0.0 else beta / delta
-    C = (1.0 - shrinkage) * S
-    C.flat[::d + 1] += shrinkage * mu
-    return C
+    return S, (0.0 if beta <= 0.0 else beta / delta), mu
 
 
 #: The covariance estimates of :func:`whitening`.
@@ -919,19 +927,20 @@ def _sample_covariance(X):
     return (Xc.T @ Xc) / X.shape[0]
 
 
-def _held_out_loglik(C, X_test, centre):
-    """The Gaussian log-likelihood of the rows of ``X_test`` under mean ``centre`` and
-    covariance ``C``, up to a constant; -inf where ``C`` is singular in float64."""
-    w, V = np.linalg.eigh(C)
+def _held_out_loglik(w, Z):
+    """The Gaussian log-likelihood, up to a constant, of held-out rows whose centred
+    coordinates along a covariance's eigenvectors are the rows of ``Z``, under its
+    eigenvalues ``w``; -inf where the covariance is singular in float64."""
     if not (np.all(np.isfinite(w)) and w[-1] > 0.0 and w[0] > 1e-12 * w[-1]):
         return -np.inf
-    Z = (X_test - centre) @ V
-    return float(-0.5 * (np.sum(Z * Z / w) + X_test.shape[0] * np.sum(np.log(w))))
+    return float(-0.5 * (np.sum(Z * Z / w) + Z.shape[0] * np.sum(np.log(w))))
 
 
 def _sample_predicts_better(X):
     """Whether the sample covariance gives held-out rows of ``X`` a larger Gaussian
-    log-likelihood than the Ledoit-Wolf covariance (:func:`whitening`)."""
+    log-likelihood than the Ledoit-Wolf covariance (:func:`whitening`). The two share
+    their eigenvectors (Ledoit-Wolf's is ``(1 - s) S + s mu I``), so one
+    eigendecomposition a fold serves both."""
     n, d = X.shape
     folds = np.arange(n) % HELD_OUT_FOLDS
     if np.count_nonzero(folds != 0) <= d:  # fold 0 is the largest, its complement least
@@ -940,9 +949,11 @@ def _sample_predicts_better(X):
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for f in range(HELD_OUT_FOLDS):
             train, test = X[folds != f], X[folds == f]
-            centre = train.mean(axis=0)
-            total += [_held_out_loglik(ledoit_wolf_covariance(train), test, centre),
-                      _held_out_loglik(_sample_covariance(train), test, centre)]
+            S, shrinkage, mu = _ledoit_wolf_parts(train)
+            w, V = np.linalg.eigh(S)
+            Z = (test - train.mean(axis=0)) @ V
+            total += [_held_out_loglik((1.0 - shrinkage) * w + shrinkage * mu, Z),
+                      _held_out_loglik(w, Z)]
     return bool(np.isfinite(total[1]) and total[1] > total[0])
 
 
@@ -967,8 +978,9 @@ def whitening(X, covariance="ledoit-wolf"):
     white along the narrow axes (user guide, "Bandwidths").
     ``covariance="held-out"`` then takes the plain sample covariance instead: of the
     two estimates, the one under which held-out rows are more likely.
-    :class:`~skstein.KSDTest` and the direction search of :class:`~skstein.MaxSKSDTest`
-    whiten with it; the other estimators with Ledoit-Wolf's.
+    :class:`~skstein.KSDTest`, the direction search of :class:`~skstein.MaxSKSDTest` and
+    :class:`~skstein.PolynomialKSDTest` whiten with it; the other estimators with
+    Ledoit-Wolf's.
 
     Parameters
     ----------

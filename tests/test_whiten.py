@@ -5,9 +5,10 @@ import pytest
 from scipy.stats import special_ortho_group
 
 from conftest import std_normal_score
-from skstein import KSDTest, MaxSKSDTest, RelativeKSDTest, rank_samples
+from skstein import KSDTest, MaxSKSDTest, PolynomialKSDTest, RelativeKSDTest, rank_samples
 from skstein.distributions import Categorical, Gaussian, GaussianMixture
 from skstein.experiments import rejection_rate
+from skstein.discrepancy import polynomial_coordinates
 from skstein.kernels import ledoit_wolf_covariance, whitening
 
 
@@ -58,6 +59,27 @@ def test_held_out_covariance_whitens_scales_that_differ_by_orders_of_magnitude()
         # and the model, mapped, is close to white: its covariance A^T C A
         eig = np.linalg.eigvalsh(A.T @ cov @ A)
         assert 0.6 < eig.min() and eig.max() < 1.5, eig
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_held_out_choice_is_the_slow_obvious_one(seed):
+    # the summed held-out Gaussian log-likelihoods, from scipy's densities under the
+    # two covariance matrices of each training fold
+    from scipy.stats import multivariate_normal
+    from skstein.kernels import HELD_OUT_FOLDS, _sample_predicts_better
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(2, 12))
+    X = rng.standard_normal((int(rng.integers(3 * d, 200)), d))
+    X = X * np.exp(rng.uniform(-3.0, 3.0, d) * seed / 5) @ special_ortho_group.rvs(
+        d, random_state=rng)
+    folds = np.arange(X.shape[0]) % HELD_OUT_FOLDS
+    total = np.zeros(2)
+    for f in range(HELD_OUT_FOLDS):
+        train, test = X[folds != f], X[folds == f]
+        for k, C in enumerate((ledoit_wolf_covariance(train), np.cov(train.T, bias=True))):
+            total[k] += multivariate_normal(train.mean(axis=0), C).logpdf(test).sum()
+    assert abs(total[1] - total[0]) > 1e-6 * abs(total).max()  # no near-tie
+    assert _sample_predicts_better(X) == (total[1] > total[0])
 
 
 @pytest.mark.parametrize("n, d", [(300, 10), (60, 20), (1000, 50), (40, 3)])
@@ -157,6 +179,27 @@ def test_whiten_validation_names_the_argument(rng):
     Xd = rng.integers(0, 4, size=(50, 3))
     with pytest.raises(ValueError, match="whiten"):
         KSDTest(model, whiten=True).test(Xd)
+
+
+def test_polynomial_test_whitens_with_the_held_out_covariance():
+    # the polynomial kernel's coordinates: the held-out whitening (here the sample
+    # covariance, which Ledoit-Wolf's is far from), scaled to a unit mean squared radius
+    X, cov = _wide_scales(10, 300, 0)
+    A = whitening(X, "held-out")[0]
+    frame = polynomial_coordinates(X, True, "held-out")
+    for whiten in (True, "auto"):
+        test = PolynomialKSDTest(Gaussian(np.zeros(10), cov), whiten=whiten).fit(X)
+        assert test.geometry_ == "whitened"
+        scale = np.sum(test.transform_ * A) / np.sum(A * A)
+        np.testing.assert_allclose(test.transform_, scale * A, rtol=1e-10, atol=0)
+        for a, b in zip((test.center_, test.transform_, test.score_transform_,
+                         test.saturation_), frame):
+            np.testing.assert_array_equal(a, b)
+    Y = (X - frame[0]) @ frame[1]
+    np.testing.assert_allclose(np.cov(Y.T, bias=True) * 10, np.eye(10), atol=1e-10)
+    # the function's default stays Ledoit-Wolf's, whose coordinates are not white here
+    Y_lw = (X - frame[0]) @ polynomial_coordinates(X, True)[1]
+    assert np.linalg.cond(np.cov(Y_lw.T)) > 3  # 4.35
 
 
 def test_rank_samples_whitens_each_candidate_or_uses_the_fitted_whitening(rng):

@@ -20,7 +20,7 @@ from ..distributions import rvs_kind
 __all__ = ["FitMethod", "SampleTestMethods", "WHITEN_COVARIANCE", "check_criterion_samples",
            "check_monte_carlo", "model_sample", "simulated_null_result"]
 
-#: The covariance of the whitened geometry of the KSD and maxSKSD tests
+#: The covariance of the whitened geometry of the KSD, maxSKSD and polynomial KSD tests
 #: (:func:`~skstein.kernels.whitening`): the sample's own or its Ledoit-Wolf estimate,
 #: whichever predicts held-out rows better. Ledoit-Wolf's alone swamps the small scales
 #: of data whose scales differ by orders of magnitude (user guide, "Bandwidths").

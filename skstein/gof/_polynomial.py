@@ -58,7 +58,7 @@ from ..discrepancy import (
 )
 from ..distributions import rvs_kind
 from ._base import BaselineTestMixin, aggregated_result
-from ._common import SampleTestMethods, model_sample, simulated_null_result
+from ._common import WHITEN_COVARIANCE, SampleTestMethods, model_sample, simulated_null_result
 
 __all__ = ["PolynomialKSDTest", "MAX_DEGREE", "LOW_DIMENSION_MIN_SAMPLES", "REFERENCE_DRAWS",
            "REFERENCES"]
@@ -122,9 +122,11 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         each degree costs one more pass over the Stein matrix.
     whiten : bool or "auto", default="auto"
         ``False``: the data's coordinates, centred at the reference sample's mean and
-        scaled to a unit mean squared radius. ``True``: whitened by the reference
-        sample's Ledoit-Wolf covariance (:func:`~skstein.kernels.whitening`) too, for
-        features in different units or a model with correlated, unequal scales.
+        scaled to a unit mean squared radius. ``True``: whitened too, by the reference
+        sample's own covariance or its Ledoit-Wolf estimate, whichever gives held-out
+        rows the larger Gaussian likelihood (:func:`~skstein.kernels.whitening`'s
+        ``"held-out"``, as in :class:`KSDTest`), for features in different units or a
+        model with correlated, unequal scales.
         ``"auto"``: whitened where the reference sample is anisotropic (the rule of
         :class:`KSDTest`'s ``"auto"``, :func:`~skstein.kernels.auto_whitening`: a
         Ledoit-Wolf condition number of at least 4), the data's coordinates
@@ -214,21 +216,33 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
     Measured (``benchmarks/bench_whiten_auto.py --test polynomial``: a rotated
     Gaussian model with condition number 16 or 100, n = 300, 200 trials, seed 808;
     ``whiten=False`` / the default): 1.5 times the variance along the widest axis was
-    rejected at 0.325 / 0.84 and 0.10 / 0.84 in D = 5, and at 0.20 / 0.235 and 0.095 /
-    0.24 in D = 20; true samples at 0.07-0.09 / 0.04-0.045; a mixture's wider
+    rejected at 0.325 / 0.835 and 0.10 / 0.83 in D = 5, and at 0.20 / 0.235 and 0.095 /
+    0.19 in D = 20; true samples at 0.07-0.09 / 0.03-0.04; a mixture's wider
     clusters at 0.92 / 0.92 (D = 5) and 1.00 / 1.00 (D = 20); isotropic
     Student-t(5) data were never whitened (the same numbers). Unit-variance Laplace
     along a random direction of the model's standardised coordinates (D = 10,
-    condition number 100, n = 500, 100 trials) was rejected at 0.07 / 0.40, as often
-    as with an isotropic model (0.37 / 0.38). Coordinates whitened by the tested
-    sample's own covariance make the test conservative where that covariance is
-    poorly estimated: with condition number 100, true samples were rejected at 0.0 in
-    D = 50, n = 200 and D = 100, n = 300 (200 trials; 0.07 and 0.09 in the data's
-    coordinates), where neither found the departures above (rates at the level).
-    Fitted on 1000 draws of the model with ``whiten=True`` (coordinates independent
-    of the tested data), it rejected true samples at 0.02-0.07 and found more in D =
-    20, n = 500 (the widest axis's variance 0.58 against 0.46 for the default, the
-    Laplace direction 0.16 against 0.13; 100 trials each).
+    condition number 100, n = 500, 100 trials) was rejected at 0.07 / 0.42
+    (``bench_polynomial_reference.py --d 10 --n 500 --trials 100``, ``"sample"``), as
+    often as with an isotropic model (0.37 / 0.38). Coordinates whitened by the
+    tested sample's own covariance make the test conservative where that covariance
+    is poorly estimated: with condition number 100, true samples were rejected at
+    0.0-0.005 in D = 50, n = 200 and D = 100, n = 300 (200 trials; 0.09 and 0.04 in
+    the data's coordinates), where neither found the departures above (rates at the
+    level). Fitted on 1000 draws of the model with ``whiten=True`` (coordinates
+    independent of the tested data), it rejected true samples at 0.02-0.07 and found
+    more in D = 20, n = 500 (the widest axis's variance 0.58 against 0.46 for the
+    default, the Laplace direction 0.16 against 0.13; 100 trials each; these with the
+    Ledoit-Wolf whitening).
+
+    The whitening takes the held-out choice of covariance: Ledoit-Wolf's alone adds a
+    share of the mean eigenvalue to every eigenvalue and leaves the narrow axes of
+    data whose scales differ by orders of magnitude far from white. On Gaussian
+    models with variances from e^-3.5 to e^3.5 along random axes
+    (``benchmarks/bench_unseen.py --part scales --tests Poly``, seed 2027, n = 300,
+    100 trials, the default reference) a variance 1.8 times the model's along the
+    narrowest axis was found in 0.61 / 0.14 of the trials (D = 10 / 50) with
+    Ledoit-Wolf's covariance and 0.96 / 0.29 with the held-out choice; true samples
+    0.03 / 0.04 and 0.03 / 0.01.
 
     Coordinates learned on the model's draws (``reference="model"``) do not depend on
     the tested data, and keep the level and the power there; on a mixture whose
@@ -241,17 +255,17 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
     ======================================  ===================  ===================
     case                                    D = 5                D = 20
     ======================================  ===================  ===================
-    condition 100, variance 1.5, widest     0.84 / 0.86 / 0.85   0.24 / 0.365 / 0.345
-    condition 100, Laplace direction        0.38 / 0.405 / 0.40  0.065 / 0.10 / 0.09
+    condition 100, variance 1.5, widest     0.83 / 0.86 / 0.855  0.19 / 0.345 / 0.325
+    condition 100, Laplace direction        0.40 / 0.40 / 0.41   0.045 / 0.10 / 0.09
     mixture, wider clusters                 0.92 / 0.82 / 0.885  1.00 / 1.00 / 1.00
     isotropic, Student-t(5)                 0.815 / 0.83 / 0.83  0.965 / 0.97 / 0.97
-    true samples (condition 100, mixture)   0.03-0.045           0.01-0.055
+    true samples (condition 100, mixture)   0.03-0.04            0.01-0.05
     ======================================  ===================  ===================
 
     In D = 50 (n = 200) the sample's coordinates rejected true samples at 0.0-0.005
     and found nothing (the variance 0.005, the Laplace direction 0.0), where the
-    model's gave 0.05-0.06, 0.115 and 0.08, and the aggregate 0.025-0.05, 0.085 and
-    0.055; the wider clusters 0.905 / 0.995 / 0.99. The aggregate costs two passes
+    model's gave 0.05-0.06, 0.105 and 0.065, and the aggregate 0.025-0.045, 0.08
+    and 0.055; the wider clusters 0.905 / 0.995 / 0.99. The aggregate costs two passes
     (0.008 s / 0.015 s a test at n = 300).
 
     In a result ``statistic`` is the U-statistic (:meth:`discrepancy`), ``bandwidth``
@@ -352,7 +366,7 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
 
     def _fit(self, X):
         (self.center_, self.transform_, self.score_transform_, self.saturation_,
-         white) = polynomial_frame(X, self.whiten)
+         white) = polynomial_frame(X, self.whiten, WHITEN_COVARIANCE)
         self.geometry_ = "whitened" if white else "euclidean"
 
     def _prepare(self, X, rng):
@@ -393,12 +407,13 @@ class PolynomialKSDTest(SampleTestMethods, BaselineTestMixin, BaseEstimator):
         if R.shape != (m, d):
             raise ValueError(f"model.rvs({m}) returned shape {R.shape}; the test needs "
                              f"({m}, {d}) to learn its coordinates on the model's samples.")
-        return polynomial_frame(R, self.whiten)
+        return polynomial_frame(R, self.whiten, WHITEN_COVARIANCE)
 
     def _in_coordinates(self, X, S, frame=None):
         """``X`` and its scores ``S`` in the kernel's coordinates (``frame``, or learned
         on ``X``), ``c2`` and whether the coordinates whiten."""
-        c, A, B, c2, white = polynomial_frame(X, self.whiten) if frame is None else frame
+        c, A, B, c2, white = (polynomial_frame(X, self.whiten, WHITEN_COVARIANCE)
+                              if frame is None else frame)
         with np.errstate(over="ignore", invalid="ignore"):  # overflow: the error below
             Y, SY = (X - c) @ A, S @ B
         if not (np.all(np.isfinite(Y)) and np.all(np.isfinite(SY))):
