@@ -26,15 +26,24 @@ draws), the models P and Q (H0: P is at least as good as Q):
 * ``Q true, P wider``: P stretched about ``c`` by a factor sqrt(1.5) along ``v``, so
   that its variance there is 1.5 times R's, Q = R (the power).
 
+``--part latent`` (its own random stream): probabilistic PCA models
+(:class:`~skstein.distributions.PPCA`, D = 10 with 3 latent dimensions and D = 40
+with 5; random loadings and noise variances), whose score the ``KSD-posterior``
+column estimates from 500 posterior draws per point (``model_score="posterior"``, the
+route of a latent-variable model without a tractable marginal): a tie (the mean moved
+by ``+-0.5 v``), Q = R against P's mean moved by ``0.25 v``, and Q = R against P with
+1.5 times R's noise variances.
+
 Tests (``--tests``): ``KSD`` (:class:`~skstein.RelativeKSDTest`), ``MaxSKSD``
 (``RelativeKSDTest(discrepancy="maxsksd")``, about 50 times the KSD comparison's
 time), ``MMD`` (:class:`~skstein.RelativeMMDTest`, which draws ``n`` samples of each
 model), and, not in the default list, ``KSD-rbf``: ``RelativeKSDTest(kernel="rbf")``,
-the Gaussian kernel in place of the default IMQ. Each cell is the rejection rate at
+the Gaussian kernel in place of the default IMQ, and ``KSD-posterior`` (latent models
+only; ``-`` elsewhere). Each cell is the rejection rate at
 alpha = 0.05 over ``--trials`` samples of ``--n`` points (``rejection_rate``, seeded).
 
-Run: ``python benchmarks/bench_relative_unseen.py [--seed 2027] [--n 200] [--trials 200]
-[--tests KSD MaxSKSD MMD KSD-rbf] [--n-jobs -1]``
+Run: ``python benchmarks/bench_relative_unseen.py [--part symmetric latent] [--seed 2027]
+[--n 200] [--trials 200] [--tests KSD MaxSKSD MMD KSD-rbf KSD-posterior] [--n-jobs -1]``
 """
 
 import argparse
@@ -54,6 +63,7 @@ TESTS = {
     "MaxSKSD": partial(sk.RelativeKSDTest, discrepancy="maxsksd"),
     "MMD": sk.RelativeMMDTest,
     "KSD-rbf": partial(sk.RelativeKSDTest, kernel="rbf"),
+    "KSD-posterior": partial(sk.RelativeKSDTest, model_score="posterior"),
 }
 
 
@@ -113,8 +123,41 @@ def cases(R, centre, rng):
             ("Q true, P wider", stretched(R, centre, w, np.sqrt(1.5)), R)]
 
 
+def latent_cases(rng):
+    """``[(name, R, P, Q)]`` of the latent part."""
+    out = []
+    for D, k in ((10, 3), (40, 5)):
+        W = rng.normal(size=(D, k)) * np.exp(rng.uniform(-1.0, 1.0, k))
+        psi = np.exp(rng.uniform(-1.0, 0.5, D))
+        R = dist.PPCA(W, psi)
+        L = np.linalg.cholesky(W @ W.T + np.diag(psi))
+        u = rng.normal(size=D)
+        v = L @ (u / np.linalg.norm(u))
+        name = f"PPCA, D={D}, {k} latent"
+        out += [(f"{name}, tie", R, dist.PPCA(W, psi, 0.5 * v), dist.PPCA(W, psi, -0.5 * v)),
+                (f"{name}, Q true, P shifted", R, dist.PPCA(W, psi, 0.25 * v), R),
+                (f"{name}, Q true, P noisier", R, dist.PPCA(W, 1.5 * psi), R)]
+    return out
+
+
+def row(name, R, P, Q, args):
+    cells = []
+    bound = 0.05 + 3.0 * np.sqrt(0.05 * 0.95 / args.trials)
+    for test in args.tests:
+        if test == "KSD-posterior" and not hasattr(P, "sample_posterior"):
+            cells.append(f"{'-':>{max(len(test), 7)}s} ")
+            continue
+        r = rejection_rate(TESTS[test](P, Q), R, args.n, n_trials=args.trials,
+                           random_state=args.seed, n_jobs=args.n_jobs, verbose=0)
+        mark = "<" if name.endswith("tie") and r.rate > bound else " "
+        cells.append(f"{r.rate:>{max(len(test), 7)}.3f}{mark}")
+    print(f"  {name:<44s}" + " ".join(cells), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", nargs="+", default=["symmetric"],
+                        choices=["symmetric", "latent"])
     parser.add_argument("--seed", type=int, default=2027)
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--trials", type=int, default=200)
@@ -123,21 +166,18 @@ def main():
     parser.add_argument("--n-jobs", type=int, default=-1)
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # heavy-tail and small-sample warnings, expected
-    bound = 0.05 + 3.0 * np.sqrt(0.05 * 0.95 / args.trials)
     t0 = time.perf_counter()
     rng = np.random.default_rng(args.seed)
     print(f"seed {args.seed}, n = {args.n}, {args.trials} trials, alpha = 0.05; "
           "rejection rates (< above alpha + 3 sd at a tie)")
-    print(f"  {'':<44s}" + " ".join(f"{t:>7s} " for t in args.tests))
-    for name, R, centre in random_models(rng):
-        for case, P, Q in cases(R, centre, rng):
-            cells = []
-            for test in args.tests:
-                r = rejection_rate(TESTS[test](P, Q), R, args.n, n_trials=args.trials,
-                                   random_state=args.seed, n_jobs=args.n_jobs, verbose=0)
-                mark = "<" if case == "tie" and r.rate > bound else " "
-                cells.append(f"{r.rate:>7.3f}{mark}")
-            print(f"  {name + ', ' + case:<44s}" + " ".join(cells), flush=True)
+    print(f"  {'':<44s}" + " ".join(f"{t:>{max(len(t), 7)}s} " for t in args.tests))
+    if "symmetric" in args.part:
+        for name, R, centre in random_models(rng):
+            for case, P, Q in cases(R, centre, rng):
+                row(f"{name}, {case}", R, P, Q, args)
+    if "latent" in args.part:
+        for name, R, P, Q in latent_cases(np.random.default_rng([args.seed, 1])):
+            row(name, R, P, Q, args)
     print(f"{time.perf_counter() - t0:.0f} s")
 
 

@@ -88,12 +88,8 @@ def relative_ksd(X, model_p, model_q, *, kernel="imq", bandwidth="aggregate", n_
     model_p, model_q : distribution, callable or latent-variable model
         The two candidate models. H0 says P is at least as good as Q.
     kernel : {"imq", "rbf"}, default="imq"
-        Base kernel, shared by the two statistics. On random problems that no choice
-        saw (``benchmarks/bench_relative_unseen.py``, two seeds; user guide,
-        "Relative tests") ``"rbf"`` found a candidate whose spread was 1.5 times the
-        truth's along one direction more often (0.14 against 0.015 and 0.25 against
-        0.12 at 200 points), and both held the level at ties; IMQ found shifts of
-        the heaviest tails a little more often (0.80 against 0.755).
+        Base kernel, shared by the two statistics (:class:`RelativeKSDTest` says
+        what each found on random problems).
     bandwidth : "aggregate", "median", float or array-like, default="aggregate"
         The bandwidth rule or value, or a collection to aggregate over.
     n_bandwidths : int, default=10
