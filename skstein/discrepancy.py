@@ -1084,8 +1084,8 @@ def polynomial_coordinates(X, whiten=False, covariance="ledoit-wolf"):
 
     Returns ``(c, A, B, c2)``: the mean ``c``; ``A`` (d x d) with the rows of ``(X - c)
     @ A`` of unit mean squared norm (``A`` a multiple of the identity; with ``whiten``,
-    the whitening of :func:`~skstein.kernels.whitening` by ``covariance`` (its
-    ``covariance``: ``"ledoit-wolf"``, ``"sample"`` or ``"held-out"``) so scaled; with
+    the whitening of :func:`~skstein.kernels.whitening` with the covariance estimate
+    ``covariance``, ``"ledoit-wolf"``, ``"sample"`` or ``"held-out"``, so scaled; with
     ``whiten="auto"``, that whitening where :func:`~skstein.kernels.auto_whitening`
     takes it: an anisotropic ``X``); ``B``
     maps the scores to those coordinates (``S @ B``, :math:`A B^\top = I`); and the
