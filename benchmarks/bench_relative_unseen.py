@@ -54,6 +54,7 @@ from functools import partial
 import numpy as np
 from scipy.stats import special_ortho_group
 
+from bench_unseen import scaled_rotation
 import skstein as sk
 from skstein import distributions as dist
 from skstein.experiments import rejection_rate
@@ -74,7 +75,7 @@ def random_models(rng):
 
     out = []
     D = 6
-    A = np.diag(np.exp(-rng.uniform(-1.0, 1.0, D))) @ rotation(D).T
+    A = scaled_rotation(D, rng)
     out.append(("t(4), rotated, D=6",
                 dist.AffineTransformed(dist.StudentT(D, 4.0), A, np.zeros(D)), np.zeros(D)))
     D = 8

@@ -75,6 +75,13 @@ TESTS = {
 }
 
 
+def scaled_rotation(D, rng):
+    """``diag(e^-u) R^T``: a Haar rotation ``R`` and scales ``e^-u``, ``u`` uniform on
+    [-1, 1] (drawn first), the map of the rotated Student-t models."""
+    return np.diag(np.exp(-rng.uniform(-1.0, 1.0, D))) @ special_ortho_group.rvs(
+        D, random_state=rng).T
+
+
 def random_models(rng):
     """``[(name, model, departure)]``: the five random models and their departures."""
     def rotation(D):
@@ -82,7 +89,7 @@ def random_models(rng):
 
     out = []
     D = 6
-    A = np.diag(np.exp(-rng.uniform(-1.0, 1.0, D))) @ rotation(D).T
+    A = scaled_rotation(D, rng)
     out.append(("t(4), rotated, D=6",
                 dist.AffineTransformed(dist.StudentT(D, 4.0), A, np.zeros(D)),
                 dist.AffineTransformed(dist.StudentT(D, 10.0), A, np.zeros(D))))
